@@ -1,0 +1,244 @@
+package gpurent
+
+import "time"
+
+// Role is what an account may do.
+type Role string
+
+// Roles.
+const (
+	RoleCustomer Role = "customer"
+	RoleOperator Role = "operator"
+)
+
+// Account is a customer or an operator.
+type Account struct {
+	ID           string
+	Email        string // unique, compared case-insensitively (stored lower-case)
+	Name         string
+	Role         Role
+	PasswordHash string
+	// BalanceFen is the wallet balance in fen (1/100 CNY). The billing issue
+	// replaces it with a ledger-derived balance.
+	BalanceFen int64
+	CreatedAt  time.Time
+}
+
+// TokenKind says how a token was made.
+type TokenKind string
+
+// Token kinds.
+const (
+	TokenSession TokenKind = "session" // from a password login, expires
+	TokenAPI     TokenKind = "api"     // made by the user for scripts
+)
+
+// Token is a bearer credential. Only its SHA-256 hash is stored.
+type Token struct {
+	ID        string
+	AccountID string
+	Kind      TokenKind
+	Name      string
+	Hash      string // hex SHA-256 of the secret
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: never
+}
+
+// GPUType is a SKU the operator rents out, with its spec and list prices.
+// Spec figures are dense (never sparse) tensor throughput; see
+// shared/reference/gpus.md.
+type GPUType struct {
+	ID              string  // "h100-80g-sxm"
+	Name            string  // "NVIDIA H100 80GB SXM"
+	MemoryGB        int     // on-board memory, GB as the vendor counts it
+	MemBandwidthGBs int     // GB/s
+	FP32TFLOPS      float64 // spec figures are measurements, not money
+	BF16TFLOPS      float64
+	FP8TFLOPS       float64 // 0 where the card has no FP8
+	NVLinkGBs       int     // bidirectional per GPU, 0 = none
+	PeerToPeer      bool    // false for GeForce cards: NCCL goes through host memory
+	TDPWatts        int
+	PCIeGen         int
+	// Resources given to an instance per rented GPU.
+	CPUMilliPerGPU  int64
+	MemoryMiBPerGPU int64
+	// List prices in fen per GPU: per hour (hourly plan) and per package period.
+	PriceHourlyFen  int64
+	PriceDailyFen   int64
+	PriceWeeklyFen  int64
+	PriceMonthlyFen int64
+}
+
+// Zone is a datacentre site.
+type Zone struct {
+	ID       string // "cd-tianfu-a"
+	Name     string // "Chengdu Tianfu Software Park A"
+	Region   string // "chengdu"
+	ProbeURL string // an endpoint a browser can time
+}
+
+// HostState is the operator-visible state of a host.
+type HostState string
+
+// Host states.
+const (
+	HostReady    HostState = "ready"
+	HostCordoned HostState = "cordoned" // no new placements; running instances stay
+	HostDraining HostState = "draining"
+	HostDown     HostState = "down"
+)
+
+// Host is a GPU server running an agent.
+type Host struct {
+	ID             string
+	Name           string // unique; the agent's stable name
+	ZoneID         string
+	State          HostState
+	CPUMilli       int64
+	MemoryMiB      int64
+	DiskGiB        int64
+	Runtime        string // "docker" or "process" (demo only, no isolation)
+	AgentVersion   string
+	AgentTokenHash string // hex SHA-256 of the agent's bearer token
+	Generation     int64  // desired-state version, bumped on every change for this host
+	LastSeenAt     *time.Time
+	RegisteredAt   time.Time
+	GPUs           []GPU // filled by reads that say so
+}
+
+// GPUHealth is the health of one GPU.
+type GPUHealth string
+
+// GPU health values.
+const (
+	GPUHealthy  GPUHealth = "healthy"
+	GPUDegraded GPUHealth = "degraded"
+	GPUCordoned GPUHealth = "cordoned"
+	GPUFailed   GPUHealth = "failed"
+	GPURetired  GPUHealth = "retired"
+	GPUMissing  GPUHealth = "missing" // listed before, not reported by the agent now
+)
+
+// GPU is one physical GPU on a host.
+type GPU struct {
+	ID        string // the device UUID, "GPU-xxxxxxxx-..."
+	HostID    string
+	Index     int
+	TypeID    string
+	MemoryMiB int64
+	Health    GPUHealth
+	TopoGroup string // NVLink domain / PCIe switch the GPU sits under
+	NUMANode  int
+	// Filled by reads from the open allocation holding the GPU, if any.
+	AllocationID string
+	InstanceID   string
+}
+
+// InstanceState is the lifecycle state of an instance.
+type InstanceState string
+
+// Instance states: pending → provisioning → running → stopping → stopped →
+// deleting → deleted, and failed with a reason.
+const (
+	StatePending      InstanceState = "pending"
+	StateProvisioning InstanceState = "provisioning"
+	StateRunning      InstanceState = "running"
+	StateStopping     InstanceState = "stopping"
+	StateStopped      InstanceState = "stopped"
+	StateDeleting     InstanceState = "deleting"
+	StateDeleted      InstanceState = "deleted"
+	StateFailed       InstanceState = "failed"
+)
+
+// Plan is how an instance is billed.
+type Plan string
+
+// Plans.
+const (
+	PlanHourly  Plan = "hourly"
+	PlanDaily   Plan = "daily"
+	PlanWeekly  Plan = "weekly"
+	PlanMonthly Plan = "monthly"
+)
+
+// Instance is what a customer rents. Its id, name, image, volume and history
+// last for its whole life; the GPUs under it can change.
+type Instance struct {
+	ID          string
+	AccountID   string
+	Name        string
+	Image       string
+	TypeID      string
+	GPUCount    int
+	ZoneID      string // requested zone, "" for any
+	HostID      string // current or last host, "" before the first placement
+	State       InstanceState
+	StateReason string
+	Plan        Plan
+	CPUMilli    int64
+	MemoryMiB   int64
+	VolumeID    string
+	// IdempotencyKey and RequestHash make the create idempotent: the same key
+	// with the same request returns this instance, with another request it is
+	// rejected. (AccountID, IdempotencyKey) is unique when the key is set.
+	IdempotencyKey string
+	RequestHash    string
+	Version        int64 // optimistic concurrency: bumped by every UpdateInstance
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	// Filled by reads from the open allocation, if any.
+	AllocationID string
+	GPUIDs       []string
+}
+
+// Active reports whether the instance is neither deleted nor being deleted.
+func (i *Instance) Active() bool {
+	return i.State != StateDeleting && i.State != StateDeleted
+}
+
+// Allocation is one placement of an instance on a host's GPUs, from start to
+// end, with the reason it began and ended. At most one open allocation holds
+// a GPU; the database enforces it.
+type Allocation struct {
+	ID          string
+	InstanceID  string
+	HostID      string
+	GPUIDs      []string
+	StartedAt   time.Time
+	EndedAt     *time.Time
+	StartReason string // start, upgrade, migrate, failover
+	EndReason   string // stop, delete, failed, upgrade, migrate, failover
+}
+
+// Volume is an instance's data disk; it survives stop and start.
+type Volume struct {
+	ID         string
+	InstanceID string
+	AccountID  string
+	HostID     string
+	SizeGiB    int
+	Name       string // the runtime's name for it
+	CreatedAt  time.Time
+	DeletedAt  *time.Time
+}
+
+// Event is one entry of an instance's history.
+type Event struct {
+	ID         string
+	InstanceID string
+	At         time.Time
+	Kind       string // created, placed, provisioning, running, stopping, ...
+	Message    string
+}
+
+// IdempotencyRecord is a stored API answer to a POST with an Idempotency-Key.
+type IdempotencyRecord struct {
+	AccountID   string
+	Key         string
+	Method      string
+	Path        string
+	RequestHash string
+	Status      int
+	Body        []byte
+	CreatedAt   time.Time
+}

@@ -1,0 +1,73 @@
+// Package runtime defines how an agent runs instances on its host. Two
+// implementations exist: Docker Engine (internal/agent/runtime/docker), the
+// production one, and plain processes (internal/agent/runtime/process), for
+// demos on machines without Docker, which isolates nothing and says so.
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Labels put on every managed container, tying it to its instance.
+const (
+	LabelManaged    = "io.gpurent.managed"
+	LabelInstance   = "io.gpurent.instance"
+	LabelAllocation = "io.gpurent.allocation"
+	LabelVolume     = "io.gpurent.volume"
+)
+
+// DataPath is where an instance's volume is mounted inside it.
+const DataPath = "/root/data"
+
+// Spec is what an instance needs from the runtime.
+type Spec struct {
+	InstanceID   string
+	AllocationID string
+	Image        string
+	GPUUUIDs     []string // exactly these GPUs; never "all"
+	CPUMilli     int64
+	MemoryMiB    int64
+	PidsLimit    int64 // 0: the runtime's default (4096)
+	VolumeName   string
+	VolumeGiB    int
+	Env          map[string]string
+}
+
+// State of an instance in the runtime.
+type State string
+
+// Runtime states.
+const (
+	Running State = "running"
+	Stopped State = "stopped"
+	Absent  State = "absent"
+	Failed  State = "failed"
+)
+
+// Status is one managed instance as the runtime holds it.
+type Status struct {
+	InstanceID   string
+	AllocationID string
+	State        State
+	Message      string
+	StartedAt    time.Time
+	GPUUUIDs     []string
+}
+
+// Runtime runs instances. Every method is idempotent.
+type Runtime interface {
+	// Name is "docker" or "process".
+	Name() string
+	// List returns every instance this runtime manages on the host.
+	List(ctx context.Context) ([]Status, error)
+	// Run makes the instance run per spec. An existing container of the
+	// same instance with another AllocationID is replaced (its volume kept);
+	// a stopped one of the same allocation is started; a running one is
+	// left alone.
+	Run(ctx context.Context, spec Spec) (Status, error)
+	// Stop stops the instance, keeping its container and volume.
+	Stop(ctx context.Context, instanceID string) error
+	// Remove deletes the container and, if removeVolume, its volume.
+	Remove(ctx context.Context, instanceID string, volumeName string, removeVolume bool) error
+}

@@ -1,0 +1,110 @@
+// Package agentproto is the wire contract between the control plane and the
+// host agents: registration, the desired state the control plane publishes
+// for each host, and the actual state each agent reports back. Both sides
+// import it; it holds types and constants only.
+//
+// The agent always connects outward:
+//
+//	POST /agent/v1/register   RegisterRequest → RegisterResponse (join token in the body)
+//	GET  /agent/v1/desired?after=N   → Desired (long poll: answers as soon as the
+//	                                   host's generation exceeds N, else after ~25 s)
+//	POST /agent/v1/report     Report → ReportResponse
+//
+// All but register carry "Authorization: Bearer <agent token>".
+package agentproto
+
+import "time"
+
+// Paths of the agent API.
+const (
+	PathRegister = "/agent/v1/register"
+	PathDesired  = "/agent/v1/desired"
+	PathReport   = "/agent/v1/report"
+)
+
+// Desired and actual run states of an instance's container.
+const (
+	StateRunning  = "running"  // desired and actual
+	StateStopped  = "stopped"  // desired and actual: container exists, not running; volume kept
+	StateAbsent   = "absent"   // desired and actual: container and volume removed
+	StateFailed   = "failed"   // actual only: could not be made to run; Message says why
+	StateCreating = "creating" // actual only: being created or started
+)
+
+// GPUInfo is one GPU as the agent sees it.
+type GPUInfo struct {
+	UUID      string `json:"uuid"`
+	Index     int    `json:"index"`
+	Type      string `json:"type"` // GPU type id, e.g. "h100-80g-sxm"
+	Name      string `json:"name"` // the device's own name
+	MemoryMiB int64  `json:"memory_mib"`
+	TopoGroup string `json:"topo_group"`
+	NUMANode  int    `json:"numa_node"`
+	Health    string `json:"health"`
+}
+
+// RegisterRequest registers (or re-registers) a host by name.
+type RegisterRequest struct {
+	JoinToken    string    `json:"join_token"`
+	Name         string    `json:"name"`
+	Zone         string    `json:"zone"`
+	CPUMilli     int64     `json:"cpu_milli"`
+	MemoryMiB    int64     `json:"memory_mib"`
+	DiskGiB      int64     `json:"disk_gib"`
+	Runtime      string    `json:"runtime"` // "docker" or "process"
+	AgentVersion string    `json:"agent_version"`
+	GPUs         []GPUInfo `json:"gpus"`
+}
+
+// RegisterResponse gives the host its id and the agent its token. The agent
+// keeps both in its state directory and uses them after a restart.
+type RegisterResponse struct {
+	HostID     string `json:"host_id"`
+	AgentToken string `json:"agent_token"`
+}
+
+// Desired is everything the host should run. It is level-triggered: the
+// agent converges to the whole list, whatever it missed before.
+type Desired struct {
+	HostID     string            `json:"host_id"`
+	Generation int64             `json:"generation"`
+	Instances  []DesiredInstance `json:"instances"`
+}
+
+// DesiredInstance is one instance the host should hold.
+type DesiredInstance struct {
+	InstanceID   string            `json:"instance_id"`
+	AllocationID string            `json:"allocation_id,omitempty"` // "" when no GPUs are held (stopped)
+	State        string            `json:"state"`                   // running, stopped, absent
+	Image        string            `json:"image"`
+	GPUUUIDs     []string          `json:"gpu_uuids"`
+	CPUMilli     int64             `json:"cpu_milli"`
+	MemoryMiB    int64             `json:"memory_mib"`
+	VolumeName   string            `json:"volume_name"`
+	VolumeGiB    int               `json:"volume_gib"`
+	Env          map[string]string `json:"env,omitempty"`
+}
+
+// ActualInstance is what the runtime holds for one instance.
+type ActualInstance struct {
+	InstanceID   string    `json:"instance_id"`
+	AllocationID string    `json:"allocation_id,omitempty"`
+	State        string    `json:"state"` // running, stopped, absent, failed, creating
+	Message      string    `json:"message,omitempty"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+}
+
+// Report is the agent's periodic (and after every change) account of its host.
+type Report struct {
+	ReportID  string           `json:"report_id"`
+	At        time.Time        `json:"at"`
+	Runtime   string           `json:"runtime"`
+	GPUs      []GPUInfo        `json:"gpus"`
+	Instances []ActualInstance `json:"instances"`
+}
+
+// ReportResponse tells the agent the generation the control plane is at, so
+// it can fetch the desired state at once when it is behind.
+type ReportResponse struct {
+	Generation int64 `json:"generation"`
+}

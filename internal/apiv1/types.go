@@ -1,0 +1,191 @@
+// Package apiv1 holds the JSON wire types of the public API under /api/v1,
+// shared by the server (internal/api) and the Go client (internal/client).
+// Field names are snake_case; money is integer fen; times are RFC 3339 UTC.
+package apiv1
+
+import "time"
+
+// Problem is an RFC 9457 problem+json body. Code is the stable machine code
+// (gpurent.Code); Detail is safe to show.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Code     string `json:"code"`
+}
+
+// RegisterRequest creates a customer account.
+type RegisterRequest struct {
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+// LoginRequest trades a password for a session token.
+type LoginRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// LoginResponse carries the bearer token.
+type LoginResponse struct {
+	Token     string     `json:"token"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Account   Account    `json:"account"`
+}
+
+// Account is the caller's account.
+type Account struct {
+	ID         string    `json:"id"`
+	Email      string    `json:"email"`
+	Name       string    `json:"name"`
+	Role       string    `json:"role"`
+	BalanceFen int64     `json:"balance_fen"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Prices are list prices in fen per GPU.
+type Prices struct {
+	HourlyFen  int64 `json:"hourly_fen"`
+	DailyFen   int64 `json:"daily_fen"`
+	WeeklyFen  int64 `json:"weekly_fen"`
+	MonthlyFen int64 `json:"monthly_fen"`
+}
+
+// ZoneAvailability is how many GPUs of a type a zone has.
+type ZoneAvailability struct {
+	ZoneID string `json:"zone_id"`
+	Total  int    `json:"total"`
+	Free   int    `json:"free"`
+	// MaxPerHost is the largest count one instance can get on one host now.
+	MaxPerHost int `json:"max_per_host"`
+}
+
+// GPUType is a SKU with its spec, prices and availability now.
+type GPUType struct {
+	ID              string             `json:"id"`
+	Name            string             `json:"name"`
+	MemoryGB        int                `json:"memory_gb"`
+	MemBandwidthGBs int                `json:"mem_bandwidth_gbs"`
+	FP32TFLOPS      float64            `json:"fp32_tflops"`
+	BF16TFLOPS      float64            `json:"bf16_tflops"`
+	FP8TFLOPS       float64            `json:"fp8_tflops,omitempty"`
+	NVLinkGBs       int                `json:"nvlink_gbs"`
+	PeerToPeer      bool               `json:"peer_to_peer"`
+	CPUMilliPerGPU  int64              `json:"cpu_milli_per_gpu"`
+	MemoryMiBPerGPU int64              `json:"memory_mib_per_gpu"`
+	Prices          Prices             `json:"prices"`
+	Total           int                `json:"total"`
+	Free            int                `json:"free"`
+	Zones           []ZoneAvailability `json:"zones"`
+}
+
+// Zone is a datacentre site.
+type Zone struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Region   string `json:"region"`
+	ProbeURL string `json:"probe_url,omitempty"`
+}
+
+// CreateInstanceRequest rents GPUs.
+type CreateInstanceRequest struct {
+	Name      string `json:"name,omitempty"`
+	GPUType   string `json:"gpu_type"`
+	GPUCount  int    `json:"gpu_count"`
+	Image     string `json:"image"`
+	Zone      string `json:"zone,omitempty"`
+	Plan      string `json:"plan,omitempty"` // default "hourly"
+	VolumeGiB int    `json:"volume_gib,omitempty"`
+}
+
+// Instance is a rental.
+type Instance struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	AccountID   string    `json:"account_id"`
+	State       string    `json:"state"`
+	StateReason string    `json:"state_reason,omitempty"`
+	Image       string    `json:"image"`
+	GPUType     string    `json:"gpu_type"`
+	GPUCount    int       `json:"gpu_count"`
+	Zone        string    `json:"zone,omitempty"`
+	HostID      string    `json:"host_id,omitempty"`
+	HostName    string    `json:"host_name,omitempty"`
+	Runtime     string    `json:"runtime,omitempty"` // "docker", or "process" (demo only, no isolation)
+	Plan        string    `json:"plan"`
+	CPUMilli    int64     `json:"cpu_milli"`
+	MemoryMiB   int64     `json:"memory_mib"`
+	GPUs        []string  `json:"gpus"` // UUIDs of the GPUs held now
+	Volume      *Volume   `json:"volume,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Events      []Event   `json:"events,omitempty"` // in GET /instances/{id} only
+}
+
+// Volume is an instance's data disk.
+type Volume struct {
+	ID        string `json:"id"`
+	SizeGiB   int    `json:"size_gib"`
+	MountPath string `json:"mount_path"`
+}
+
+// Event is one entry of an instance's history.
+type Event struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Message string    `json:"message"`
+}
+
+// InstanceList is the answer of GET /instances.
+type InstanceList struct {
+	Instances []Instance `json:"instances"`
+}
+
+// GPUTypeList is the answer of GET /gpu-types.
+type GPUTypeList struct {
+	GPUTypes []GPUType `json:"gpu_types"`
+}
+
+// ZoneList is the answer of GET /zones.
+type ZoneList struct {
+	Zones []Zone `json:"zones"`
+}
+
+// HostGPU is one GPU of a host, for operators.
+type HostGPU struct {
+	ID         string `json:"id"`
+	Index      int    `json:"index"`
+	Type       string `json:"type"`
+	Health     string `json:"health"`
+	TopoGroup  string `json:"topo_group"`
+	InstanceID string `json:"instance_id,omitempty"`
+}
+
+// Host is a GPU server, for operators.
+type Host struct {
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	Zone         string     `json:"zone"`
+	State        string     `json:"state"`
+	Runtime      string     `json:"runtime"`
+	CPUMilli     int64      `json:"cpu_milli"`
+	MemoryMiB    int64      `json:"memory_mib"`
+	AgentVersion string     `json:"agent_version"`
+	LastSeenAt   *time.Time `json:"last_seen_at,omitempty"`
+	GPUsTotal    int        `json:"gpus_total"`
+	GPUsFree     int        `json:"gpus_free"`
+	GPUs         []HostGPU  `json:"gpus"`
+}
+
+// HostList is the answer of GET /hosts.
+type HostList struct {
+	Hosts []Host `json:"hosts"`
+}
+
+// HostStateRequest sets a host's state (cordon, uncordon, drain).
+type HostStateRequest struct {
+	State string `json:"state"`
+}

@@ -1,0 +1,109 @@
+package gpurent
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the storage contract. The SQLite and PostgreSQL adapters implement
+// it and are held to one conformance suite (internal/store/storetest).
+//
+// Reads that find nothing return an *Error with CodeNotFound; writes that
+// break a uniqueness rule return CodeConflict. Times are stored in UTC and
+// come back in UTC.
+type Store interface {
+	Queries
+	// InTx runs fn in one write transaction. fn's Queries see its own
+	// writes; an error from fn (or a panic) rolls everything back.
+	InTx(ctx context.Context, fn func(q Queries) error) error
+	// Ping checks the database is reachable (readiness).
+	Ping(ctx context.Context) error
+	// Backend names the database: "sqlite" or "postgres".
+	Backend() string
+	Close() error
+}
+
+// InstanceFilter selects instances. Empty fields select all.
+type InstanceFilter struct {
+	AccountID string
+	HostID    string
+	States    []InstanceState
+	// ActiveOnly leaves out deleted instances.
+	ActiveOnly bool
+}
+
+// Queries are the reads and writes, usable alone or inside InTx.
+type Queries interface {
+	// Accounts. Email is unique case-insensitively (conflict).
+	CreateAccount(ctx context.Context, a *Account) error
+	AccountByID(ctx context.Context, id string) (*Account, error)
+	AccountByEmail(ctx context.Context, email string) (*Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+
+	// Tokens, looked up by the hash of the secret.
+	CreateToken(ctx context.Context, t *Token) error
+	TokenByHash(ctx context.Context, hash string) (*Token, error)
+	DeleteToken(ctx context.Context, id string) error
+
+	// Catalog.
+	UpsertGPUType(ctx context.Context, t GPUType) error
+	GPUType(ctx context.Context, id string) (*GPUType, error)
+	GPUTypes(ctx context.Context) ([]GPUType, error)
+	UpsertZone(ctx context.Context, z Zone) error
+	Zone(ctx context.Context, id string) (*Zone, error)
+	Zones(ctx context.Context) ([]Zone, error)
+
+	// Fleet.
+	// UpsertHost inserts a host, or updates the one with the same Name
+	// (zone, resources, runtime, agent version, agent token hash), keeping
+	// its ID, state and generation; h.ID is set to the stored ID.
+	UpsertHost(ctx context.Context, h *Host) error
+	// SyncHostGPUs upserts the host's GPUs by ID. GPUs of the host missing
+	// from gpus get health "missing"; no GPU row is ever deleted.
+	SyncHostGPUs(ctx context.Context, hostID string, gpus []GPU) error
+	// HostByID returns the host with its GPUs (each with its holder).
+	HostByID(ctx context.Context, id string) (*Host, error)
+	HostByAgentTokenHash(ctx context.Context, hash string) (*Host, error)
+	// ListHosts returns every host with its GPUs, ordered by name, each GPU
+	// with AllocationID/InstanceID of the open allocation holding it.
+	ListHosts(ctx context.Context) ([]Host, error)
+	SetHostState(ctx context.Context, id string, s HostState) error
+	TouchHost(ctx context.Context, id string, at time.Time) error
+	// BumpHostGeneration increments the host's desired-state generation
+	// and returns the new value.
+	BumpHostGeneration(ctx context.Context, hostID string) (int64, error)
+
+	// Instances. CreateInstance is a conflict when (AccountID,
+	// IdempotencyKey) exists (key set). UpdateInstance writes Name, HostID,
+	// State, StateReason, VolumeID, UpdatedAt where Version matches, then
+	// bumps in.Version; a stale Version is a conflict.
+	CreateInstance(ctx context.Context, in *Instance) error
+	InstanceByID(ctx context.Context, id string) (*Instance, error)
+	InstanceByIdempotencyKey(ctx context.Context, accountID, key string) (*Instance, error)
+	ListInstances(ctx context.Context, f InstanceFilter) ([]Instance, error)
+	UpdateInstance(ctx context.Context, in *Instance) error
+
+	// Volumes.
+	CreateVolume(ctx context.Context, v *Volume) error
+	VolumeByID(ctx context.Context, id string) (*Volume, error)
+	MarkVolumeDeleted(ctx context.Context, id string, at time.Time) error
+
+	// Allocations. CreateAllocation inserts the allocation and one row per
+	// GPU; if any GPU is held by another open allocation it fails with
+	// CodeConflict and writes nothing (a database constraint decides, not
+	// a prior read). EndAllocation releases the GPUs; ending an ended
+	// allocation changes nothing.
+	CreateAllocation(ctx context.Context, a *Allocation) error
+	AllocationByID(ctx context.Context, id string) (*Allocation, error)
+	OpenAllocation(ctx context.Context, instanceID string) (*Allocation, error)
+	ListAllocations(ctx context.Context, instanceID string) ([]Allocation, error)
+	EndAllocation(ctx context.Context, id string, at time.Time, reason string) error
+
+	// Events, oldest first.
+	AddEvent(ctx context.Context, e *Event) error
+	ListEvents(ctx context.Context, instanceID string) ([]Event, error)
+
+	// Idempotent API answers, unique per (AccountID, Key) (conflict).
+	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
+	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)
+}

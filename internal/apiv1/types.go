@@ -189,3 +189,19 @@ type HostList struct {
 type HostStateRequest struct {
 	State string `json:"state"`
 }
+
+// CreateTokenRequest makes an API token for scripts.
+type CreateTokenRequest struct {
+	Name string `json:"name"`
+}
+
+// Token describes a bearer token. Token (the secret) is present only in the
+// answer that created it, never in a replay of that answer.
+type Token struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Kind      string     `json:"kind"`
+	Token     string     `json:"token,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}

@@ -5,8 +5,12 @@ package fleet
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"log/slog"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -21,15 +25,32 @@ type Config struct {
 	JoinToken string // agents present it to register
 	// OnChange is called after hosts or GPUs change (placement caches drop).
 	OnChange func()
+	// HostTimeout: a host silent longer is not counted as available
+	// (default 30 s).
+	HostTimeout time.Duration
 }
 
 // Service is the fleet service.
-type Service struct{ cfg Config }
+type Service struct {
+	cfg Config
+}
 
 // New makes the service.
-func New(cfg Config) *Service { return &Service{cfg: cfg} }
-
-var errTODO = errors.New("not implemented yet")
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OnChange == nil {
+		cfg.OnChange = func() {}
+	}
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = 30 * time.Second
+	}
+	return &Service{cfg: cfg}
+}
 
 // Availability is a GPU type with how many of its GPUs exist and are free.
 type Availability struct {
@@ -47,37 +68,308 @@ type ZoneAvailability struct {
 	MaxPerHost int
 }
 
+// HashToken is the stored form of an agent token.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
 // Register adds or re-registers a host whose agent presents the join token.
 func (s *Service) Register(ctx context.Context, req agentproto.RegisterRequest) (agentproto.RegisterResponse, error) {
-	return agentproto.RegisterResponse{}, errTODO
+	if s.cfg.JoinToken == "" || subtle.ConstantTimeCompare([]byte(req.JoinToken), []byte(s.cfg.JoinToken)) != 1 {
+		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeUnauthorized, "invalid join token")
+	}
+	if !validHostName(req.Name) {
+		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeInvalid, "host name must be 1-63 letters, digits, '.', '_' or '-'")
+	}
+	if req.Runtime != "docker" && req.Runtime != "process" {
+		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeInvalid, "runtime must be docker or process, got %q", req.Runtime)
+	}
+	if req.CPUMilli <= 0 || req.MemoryMiB <= 0 {
+		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeInvalid, "cpu_milli and memory_mib must be positive")
+	}
+	if _, err := s.cfg.Store.Zone(ctx, req.Zone); gpurent.IsCode(err, gpurent.CodeNotFound) {
+		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeInvalid, "unknown zone %q", req.Zone)
+	} else if err != nil {
+		return agentproto.RegisterResponse{}, err
+	}
+	types, err := s.typeSet(ctx)
+	if err != nil {
+		return agentproto.RegisterResponse{}, err
+	}
+	gpus, err := toGPUs(req.GPUs, types)
+	if err != nil {
+		return agentproto.RegisterResponse{}, err
+	}
+	token := "gpa_" + gpurent.RandomSecret(32)
+	now := s.cfg.Now().UTC()
+	h := &gpurent.Host{
+		Name: req.Name, ZoneID: req.Zone, State: gpurent.HostReady, CPUMilli: req.CPUMilli,
+		MemoryMiB: req.MemoryMiB, DiskGiB: req.DiskGiB, Runtime: req.Runtime, AgentVersion: req.AgentVersion,
+		AgentTokenHash: HashToken(token), LastSeenAt: &now, RegisteredAt: now,
+	}
+	err = s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
+		if err := q.UpsertHost(ctx, h); err != nil {
+			return err
+		}
+		for i := range gpus {
+			gpus[i].HostID = h.ID
+		}
+		if existing, err := q.HostByID(ctx, h.ID); err == nil {
+			gpus = keepOperatorHealth(existing.GPUs, gpus)
+		} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return err
+		}
+		if err := q.SyncHostGPUs(ctx, h.ID, gpus); err != nil {
+			return err
+		}
+		if err := q.TouchHost(ctx, h.ID, now); err != nil {
+			return err
+		}
+		_, err := q.BumpHostGeneration(ctx, h.ID)
+		return err
+	})
+	if err != nil {
+		return agentproto.RegisterResponse{}, err
+	}
+	s.cfg.Logger.Info("host registered", "host", h.ID, "name", h.Name, "zone", h.ZoneID, "gpus", len(gpus), "runtime", h.Runtime)
+	s.cfg.OnChange()
+	return agentproto.RegisterResponse{HostID: h.ID, AgentToken: token}, nil
+}
+
+func validHostName(n string) bool {
+	if n == "" || len(n) > 63 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) typeSet(ctx context.Context) (map[string]bool, error) {
+	types, err := s.cfg.Store.GPUTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(types))
+	for _, t := range types {
+		set[t.ID] = true
+	}
+	return set, nil
+}
+
+// toGPUs checks an agent's inventory against the catalog.
+func toGPUs(in []agentproto.GPUInfo, types map[string]bool) ([]gpurent.GPU, error) {
+	out := make([]gpurent.GPU, 0, len(in))
+	seen := map[string]bool{}
+	for _, g := range in {
+		if g.UUID == "" || seen[g.UUID] {
+			return nil, gpurent.Errorf(gpurent.CodeInvalid, "GPU UUID empty or repeated: %q", g.UUID)
+		}
+		seen[g.UUID] = true
+		if !types[g.Type] {
+			return nil, gpurent.Errorf(gpurent.CodeInvalid,
+				"GPU %s (%s) is of type %q, which the catalog does not have; an operator must add the type first", g.UUID, g.Name, g.Type)
+		}
+		health := gpurent.GPUHealth(g.Health)
+		if health == "" {
+			health = gpurent.GPUHealthy
+		}
+		out = append(out, gpurent.GPU{ID: g.UUID, Index: g.Index, TypeID: g.Type, MemoryMiB: g.MemoryMiB,
+			Health: health, TopoGroup: g.TopoGroup, NUMANode: g.NUMANode})
+	}
+	return out, nil
 }
 
 // AuthenticateAgent returns the host whose agent holds token.
 func (s *Service) AuthenticateAgent(ctx context.Context, token string) (*gpurent.Host, error) {
-	return nil, errTODO
+	if token == "" {
+		return nil, gpurent.Errorf(gpurent.CodeUnauthorized, "agent token required")
+	}
+	h, err := s.cfg.Store.HostByAgentTokenHash(ctx, HashToken(token))
+	if gpurent.IsCode(err, gpurent.CodeNotFound) {
+		return nil, gpurent.Errorf(gpurent.CodeUnauthorized, "unknown agent token; register again with the join token")
+	}
+	return h, err
 }
 
 // Report records an agent's heartbeat and GPU inventory.
 func (s *Service) Report(ctx context.Context, host *gpurent.Host, rep agentproto.Report) error {
-	return errTODO
+	now := s.cfg.Now().UTC()
+	changed := host.LastSeenAt == nil || now.Sub(*host.LastSeenAt) > s.cfg.HostTimeout
+	if rep.GPUs != nil {
+		current, err := s.cfg.Store.HostByID(ctx, host.ID)
+		if err != nil {
+			return err
+		}
+		if inventoryChanged(current.GPUs, rep.GPUs) {
+			types, err := s.typeSet(ctx)
+			if err != nil {
+				return err
+			}
+			gpus, err := toGPUs(rep.GPUs, types)
+			if err != nil {
+				return err
+			}
+			if err := s.cfg.Store.SyncHostGPUs(ctx, host.ID, keepOperatorHealth(current.GPUs, gpus)); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	if err := s.cfg.Store.TouchHost(ctx, host.ID, now); err != nil {
+		return err
+	}
+	if changed { // new GPUs, or a host back from silence: placements see it at once
+		s.cfg.OnChange()
+	}
+	return nil
+}
+
+// keepOperatorHealth keeps a health an operator or the health rules set
+// (cordoned, failed, retired, degraded) when the agent reports the GPU as
+// merely present and healthy.
+func keepOperatorHealth(have, got []gpurent.GPU) []gpurent.GPU {
+	prev := make(map[string]gpurent.GPUHealth, len(have))
+	for _, g := range have {
+		prev[g.ID] = g.Health
+	}
+	for i, g := range got {
+		switch h := prev[g.ID]; h {
+		case gpurent.GPUCordoned, gpurent.GPUFailed, gpurent.GPURetired, gpurent.GPUDegraded:
+			if g.Health == gpurent.GPUHealthy {
+				got[i].Health = h
+			}
+		}
+	}
+	return got
+}
+
+func inventoryChanged(have []gpurent.GPU, got []agentproto.GPUInfo) bool {
+	byID := make(map[string]gpurent.GPU, len(have))
+	present := 0
+	for _, g := range have {
+		byID[g.ID] = g
+		if g.Health != gpurent.GPUMissing {
+			present++
+		}
+	}
+	if present != len(got) {
+		return true
+	}
+	for _, g := range got {
+		h, ok := byID[g.UUID]
+		if !ok || h.Index != g.Index || h.TypeID != g.Type || h.TopoGroup != g.TopoGroup || h.Health == gpurent.GPUMissing {
+			return true
+		}
+	}
+	return false
+}
+
+func requireOperator(acc *gpurent.Account) error {
+	if acc == nil {
+		return gpurent.Errorf(gpurent.CodeUnauthorized, "sign in first")
+	}
+	if acc.Role != gpurent.RoleOperator {
+		return gpurent.Errorf(gpurent.CodeForbidden, "operators only")
+	}
+	return nil
 }
 
 // Hosts lists every host with its GPUs (operators only).
 func (s *Service) Hosts(ctx context.Context, acc *gpurent.Account) ([]gpurent.Host, error) {
-	return nil, errTODO
+	if err := requireOperator(acc); err != nil {
+		return nil, err
+	}
+	return s.cfg.Store.ListHosts(ctx)
 }
 
 // SetHostState cordons, uncordons (ready) or drains a host (operators only).
 func (s *Service) SetHostState(ctx context.Context, acc *gpurent.Account, hostID string, state gpurent.HostState) (*gpurent.Host, error) {
-	return nil, errTODO
+	if err := requireOperator(acc); err != nil {
+		return nil, err
+	}
+	switch state {
+	case gpurent.HostReady, gpurent.HostCordoned, gpurent.HostDraining:
+	default:
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "host state must be ready, cordoned or draining, got %q", state)
+	}
+	if err := s.cfg.Store.SetHostState(ctx, hostID, state); err != nil {
+		if gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return nil, gpurent.Errorf(gpurent.CodeNotFound, "host %q not found", hostID)
+		}
+		return nil, err
+	}
+	s.cfg.Logger.Info("host state set", "host", hostID, "state", state, "by", acc.ID)
+	s.cfg.OnChange()
+	return s.cfg.Store.HostByID(ctx, hostID)
 }
 
-// GPUTypes lists every GPU type with its availability now.
+// Online says whether the host's agent was heard from recently.
+func (s *Service) Online(h *gpurent.Host) bool {
+	return h.LastSeenAt != nil && s.cfg.Now().Sub(*h.LastSeenAt) <= s.cfg.HostTimeout
+}
+
+// GPUTypes lists every GPU type with its availability now: healthy GPUs on
+// ready hosts whose agents are online count; free ones are not held.
 func (s *Service) GPUTypes(ctx context.Context) ([]Availability, error) {
-	return nil, errTODO
+	types, err := s.cfg.Store.GPUTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := s.cfg.Store.ListHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ typ, zone string }
+	zones := map[key]*ZoneAvailability{}
+	for i := range hosts {
+		h := &hosts[i]
+		usable := h.State == gpurent.HostReady && s.Online(h)
+		free := map[string]int{}
+		for _, g := range h.GPUs {
+			if g.Health != gpurent.GPUHealthy {
+				continue
+			}
+			k := key{g.TypeID, h.ZoneID}
+			z := zones[k]
+			if z == nil {
+				z = &ZoneAvailability{ZoneID: h.ZoneID}
+				zones[k] = z
+			}
+			z.Total++
+			if usable && g.AllocationID == "" {
+				z.Free++
+				free[g.TypeID]++
+			}
+		}
+		for typ, n := range free {
+			if z := zones[key{typ, h.ZoneID}]; n > z.MaxPerHost {
+				z.MaxPerHost = n
+			}
+		}
+	}
+	out := make([]Availability, 0, len(types))
+	for _, t := range types {
+		a := Availability{Type: t, Zones: []ZoneAvailability{}}
+		for k, z := range zones {
+			if k.typ == t.ID {
+				a.Zones = append(a.Zones, *z)
+				a.Total += z.Total
+				a.Free += z.Free
+			}
+		}
+		sort.Slice(a.Zones, func(i, j int) bool { return a.Zones[i].ZoneID < a.Zones[j].ZoneID })
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.Compare(out[i].Type.ID, out[j].Type.ID) < 0 })
+	return out, nil
 }
 
 // Zones lists the zones.
 func (s *Service) Zones(ctx context.Context) ([]gpurent.Zone, error) {
-	return nil, errTODO
+	return s.cfg.Store.Zones(ctx)
 }

@@ -1,16 +1,22 @@
 // Package rental runs the instance lifecycle: rent (validate, place, claim),
 // stop, start, delete, the desired state each host's agent converges to, and
 // the transitions that agents' reports drive.
+//
+// The database decides every race: placement plans on an in-memory snapshot
+// of the fleet, and the store's atomic claim (one open allocation per GPU,
+// enforced by a constraint) accepts or refuses it; a refused plan drops the
+// snapshot and plans again.
 package rental
 
 import (
-	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
 // Config configures the service.
@@ -22,17 +28,60 @@ type Config struct {
 	MaxGPUsPerInstance int
 	// DefaultVolumeGiB is the volume size when a request names none (default 50).
 	DefaultVolumeGiB int
+	// MaxVolumeGiB bounds a volume (default 4096).
+	MaxVolumeGiB int
 	// PollWait is how long Desired waits for a change (default 25 s).
 	PollWait time.Duration
+	// HostTimeout is how long a host may be silent and still get new
+	// placements (default 30 s).
+	HostTimeout time.Duration
+	// SnapshotMaxAge bounds how stale the placement snapshot may get before
+	// it is reloaded, so GPUs freed by another control-plane replica are seen
+	// (default 5 s).
+	SnapshotMaxAge time.Duration
 }
 
 // Service is the rental service. It is safe for concurrent use.
 type Service struct {
-	cfg Config
+	cfg   Config
+	store gpurent.Store
+	now   func() time.Time
+	log   *slog.Logger
+	snap  *snapshotCache
+	hub   *hub
+	keys  keyLocks
 }
 
 // New makes the service.
-func New(cfg Config) *Service { return &Service{cfg: cfg} }
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxGPUsPerInstance <= 0 {
+		cfg.MaxGPUsPerInstance = 8
+	}
+	if cfg.DefaultVolumeGiB <= 0 {
+		cfg.DefaultVolumeGiB = 50
+	}
+	if cfg.MaxVolumeGiB <= 0 {
+		cfg.MaxVolumeGiB = 4096
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 25 * time.Second
+	}
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = 30 * time.Second
+	}
+	if cfg.SnapshotMaxAge <= 0 {
+		cfg.SnapshotMaxAge = 5 * time.Second
+	}
+	s := &Service{cfg: cfg, store: cfg.Store, now: cfg.Now, log: cfg.Logger, hub: newHub()}
+	s.snap = newSnapshotCache(cfg.Store, cfg.Now, cfg.HostTimeout, cfg.SnapshotMaxAge)
+	return s
+}
 
 // RentRequest is a customer's request for an instance.
 type RentRequest struct {
@@ -46,6 +95,18 @@ type RentRequest struct {
 	IdempotencyKey string       // optional; same key + same request → same instance
 }
 
+// hash identifies the request for idempotency: the same key with another
+// request is refused.
+func (r RentRequest) hash() string {
+	b, _ := json.Marshal(struct {
+		Name, Image, TypeID, ZoneID string
+		Count, VolumeGiB            int
+		Plan                        gpurent.Plan
+	}{r.Name, r.Image, r.TypeID, r.ZoneID, r.Count, r.VolumeGiB, r.Plan})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // Detail is one instance with what a customer sees of it.
 type Detail struct {
 	Instance gpurent.Instance
@@ -54,54 +115,16 @@ type Detail struct {
 	Events   []gpurent.Event
 }
 
-var errTODO = errors.New("not implemented yet")
-
-// Rent validates, places and claims an instance. created is false when an
-// earlier request with the same idempotency key made it.
-func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest) (d *Detail, created bool, err error) {
-	return nil, false, errTODO
-}
-
-// Get returns an instance the account owns (operators see all); another
-// account's instance is not found.
-func (s *Service) Get(ctx context.Context, acc *gpurent.Account, id string) (*Detail, error) {
-	return nil, errTODO
-}
-
-// List returns the account's instances, deleted ones left out; for an
-// operator with all set, every account's.
-func (s *Service) List(ctx context.Context, acc *gpurent.Account, all bool) ([]Detail, error) {
-	return nil, errTODO
-}
-
-// Stop asks the instance's agent to stop it; GPUs are released (hourly plan)
-// once the agent reports it stopped. Stopping a stopped instance is a no-op.
-func (s *Service) Stop(ctx context.Context, acc *gpurent.Account, id string) (*Detail, error) {
-	return nil, errTODO
-}
-
-// Start re-places a stopped instance on its host. If the host has no free
-// GPUs of its type, it answers with a clear conflict.
-func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*Detail, error) {
-	return nil, errTODO
-}
-
-// Delete removes the instance and its volume.
-func (s *Service) Delete(ctx context.Context, acc *gpurent.Account, id string) (*Detail, error) {
-	return nil, errTODO
-}
-
-// Desired returns the host's desired state, waiting up to PollWait for its
-// generation to pass after.
-func (s *Service) Desired(ctx context.Context, hostID string, after int64) (*agentproto.Desired, error) {
-	return nil, errTODO
-}
-
-// ApplyReport moves instances along their lifecycle from an agent's report.
-func (s *Service) ApplyReport(ctx context.Context, host *gpurent.Host, rep agentproto.Report) (agentproto.ReportResponse, error) {
-	return agentproto.ReportResponse{}, errTODO
-}
-
 // Invalidate drops the cached fleet snapshot; the fleet service calls it when
 // hosts or GPUs change.
-func (s *Service) Invalidate() {}
+func (s *Service) Invalidate() { s.snap.invalidate() }
+
+// newEvent makes an event for an instance at t.
+func newEvent(instanceID string, t time.Time, kind, format string, args ...any) *gpurent.Event {
+	e := &gpurent.Event{ID: gpurent.NewID(gpurent.PrefixEvent), InstanceID: instanceID, At: t.UTC(), Kind: kind}
+	e.Message = kind
+	if format != "" {
+		e.Message = fmt.Sprintf(format, args...)
+	}
+	return e
+}

@@ -1,6 +1,30 @@
 // Package sched places instances on GPUs. It is a pure function over a
-// snapshot of the fleet: no database, no clock, no I/O. The store's atomic
-// claim decides races; a loser re-plans on a fresh snapshot.
+// snapshot of the fleet: no database, no clock, no I/O, no randomness. The
+// store's atomic claim decides races; a loser re-plans on a fresh snapshot.
+//
+// Place picks one host and the GPUs on it for a request. Its policy, in
+// order:
+//
+//   - Filters: the host is schedulable, in the requested zone and is the
+//     requested host (when either is set), has the CPU and memory the request
+//     needs free, and has at least Count GPUs of the type that are both
+//     healthy and free. All GPUs of one instance are on one host.
+//   - Among hosts, best fit, so that whole hosts stay free for 8-GPU rentals:
+//     the fewest free GPUs of the type left on the host after placing (ideally
+//     none); then a host where the GPUs fit in one topology group; then the
+//     least CPU and memory left over, each as a share of what the host has
+//     free now; then the smaller host ID.
+//   - Among the GPUs of the chosen host: the topology group (NVLink domain or
+//     PCIe switch) that fits the request with the fewest free GPUs left over;
+//     if no one group fits, whole groups largest first and then the group
+//     that best fits the rest, so the request spans as few groups as
+//     possible. Inside a group the same rule picks NUMA nodes, and ties go to
+//     the lowest GPU index. GPUs with an empty TopoGroup count as one group.
+//
+// Place answers a *NoCapacityError (errors.Is ErrNoCapacity) saying why
+// nothing fits, and an invalid-request error for a malformed request; both
+// carry a gpurent error code. Availability sums what is free per type and
+// zone for the fleet view.
 package sched
 
 // Request is what an instance needs.
@@ -37,5 +61,10 @@ type Host struct {
 // Placement is where a request goes.
 type Placement struct {
 	HostID string
-	GPUIDs []string
+	GPUIDs []string // ordered by GPU index
+}
+
+// usable reports whether g can be given to a request for typeID.
+func (g *GPU) usable(typeID string) bool {
+	return g.Free && g.Healthy && g.TypeID == typeID
 }

@@ -1,0 +1,160 @@
+package docker
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agent/runtime"
+)
+
+// List returns every container gpurent manages on the host, found by label,
+// sorted by instance id.
+func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
+	filters := make(client.Filters).Add("label", runtime.LabelManaged+"=true")
+	if r.cfg.Scope != "" {
+		filters.Add("label", LabelScope+"="+r.cfg.Scope)
+	}
+	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+	if err != nil {
+		return nil, wrap(err, "list containers")
+	}
+	out := make([]runtime.Status, 0, len(res.Items))
+	for _, item := range res.Items {
+		// The list lacks the environment and start time: inspect each.
+		c, found, err := r.inspect(ctx, item.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !found || c.Config.Labels[runtime.LabelInstance] == "" || !r.inScope(c) {
+			continue // removed meanwhile, or not one of ours after all
+		}
+		out = append(out, statusOf(c))
+	}
+	slices.SortFunc(out, func(a, b runtime.Status) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+	return out, nil
+}
+
+// Stop stops the instance gracefully (SIGTERM, then SIGKILL after the stop
+// timeout), keeping its container and volume. A missing or stopped
+// container is already done.
+func (r *Runtime) Stop(ctx context.Context, instanceID string) error {
+	if !validName(instanceID) {
+		return gpurent.Errorf(gpurent.CodeInvalid, "instance id %q is not usable as a container name", instanceID)
+	}
+	unlock, err := r.locks.lock(ctx, instanceID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	name := ContainerName(instanceID)
+	c, found, err := r.inspect(ctx, name)
+	if err != nil || !found {
+		return err
+	}
+	if err := checkOwned(c, instanceID); err != nil {
+		return err
+	}
+	if !r.inScope(c) {
+		return nil // the instance runs under another scope now
+	}
+	return r.stopContainer(ctx, c.ID, instanceID)
+}
+
+func (r *Runtime) stopContainer(ctx context.Context, id, instanceID string) error {
+	timeout := int(r.cfg.StopTimeout.Seconds())
+	_, err := r.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return wrap(err, "stop the container of instance %s", instanceID)
+	}
+	r.log.Info("container stopped", "instance", instanceID)
+	return nil
+}
+
+// Remove stops and deletes the instance's container and, if removeVolume,
+// its data volume. volumeName "" means the volume named on the container.
+// What is already gone is done; a volume that does not belong to the
+// instance is never removed.
+func (r *Runtime) Remove(ctx context.Context, instanceID string, volumeName string, removeVolume bool) error {
+	if !validName(instanceID) {
+		return gpurent.Errorf(gpurent.CodeInvalid, "instance id %q is not usable as a container name", instanceID)
+	}
+	unlock, err := r.locks.lock(ctx, instanceID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	name := ContainerName(instanceID)
+	c, found, err := r.inspect(ctx, name)
+	if err != nil {
+		return err
+	}
+	if found {
+		if err := checkOwned(c, instanceID); err != nil {
+			return err
+		}
+		if !r.inScope(c) {
+			// The instance moved to another scope, which uses the
+			// volume: neither is ours to remove.
+			return nil
+		}
+		if volumeName == "" {
+			volumeName = c.Config.Labels[runtime.LabelVolume]
+		}
+		if err := r.removeContainer(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	if !removeVolume || volumeName == "" {
+		return nil
+	}
+	return r.removeVolume(ctx, instanceID, volumeName)
+}
+
+// removeContainer stops a container gracefully, then deletes it with its
+// anonymous volumes (named volumes are never deleted this way).
+func (r *Runtime) removeContainer(ctx context.Context, nameOrID string) error {
+	if err := r.stopContainer(ctx, nameOrID, nameOrID); err != nil {
+		return err
+	}
+	_, err := r.cli.ContainerRemove(ctx, nameOrID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil:
+		r.log.Info("container removed", "container", nameOrID)
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err):
+		// "removal already in progress": the daemon finishes it.
+		return nil
+	default:
+		return wrap(err, "remove container %s", nameOrID)
+	}
+}
+
+func (r *Runtime) removeVolume(ctx context.Context, instanceID, volumeName string) error {
+	if !validName(volumeName) {
+		return gpurent.Errorf(gpurent.CodeInvalid, "volume name %q is not a Docker volume name", volumeName)
+	}
+	res, err := r.cli.VolumeInspect(ctx, volumeName, client.VolumeInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return wrap(err, "look up volume %s", volumeName)
+	}
+	if err := checkVolumeOwned(res.Volume.Labels, volumeName, instanceID); err != nil {
+		return err
+	}
+	_, err = r.cli.VolumeRemove(ctx, volumeName, client.VolumeRemoveOptions{})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		// In use by a container: a conflict, which wrap keeps.
+		return wrap(err, "remove volume %s", volumeName)
+	}
+	r.log.Info("volume removed", "instance", instanceID, "volume", volumeName)
+	return nil
+}

@@ -1,0 +1,311 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agent/runtime"
+)
+
+// Run makes the instance run per spec: it creates the container if missing,
+// replaces one of another allocation (keeping the volume), starts a stopped
+// one and leaves a running one alone. The image and volume are checked
+// before an old container is removed, so a bad spec never kills a running
+// instance.
+func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, error) {
+	if err := validateSpec(spec); err != nil {
+		return runtime.Status{}, err
+	}
+	unlock, err := r.locks.lock(ctx, spec.InstanceID)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	defer unlock()
+	name := ContainerName(spec.InstanceID)
+	// Each round either finishes or clears an obstacle: an old container,
+	// a dead one, or one another process is creating (the daemon reserves
+	// the name a moment before the container can be inspected).
+	wait := false
+	for round := range maxRounds {
+		if wait {
+			if err := sleep(ctx, time.Duration(round)*20*time.Millisecond); err != nil {
+				return runtime.Status{}, err
+			}
+		}
+		wait = false
+		c, found, err := r.inspect(ctx, name)
+		if err != nil {
+			return runtime.Status{}, err
+		}
+		if found {
+			if err := checkOwned(c, spec.InstanceID); err != nil {
+				return runtime.Status{}, err
+			}
+			if c.Config.Labels[runtime.LabelAllocation] == spec.AllocationID && r.inScope(c) {
+				done, err := r.resume(ctx, c)
+				if err != nil {
+					return runtime.Status{}, err
+				}
+				if done {
+					return r.status(ctx, name)
+				}
+				wait = true
+				continue
+			}
+			if err := r.prepare(ctx, spec); err != nil {
+				return runtime.Status{}, err
+			}
+			r.log.Info("replacing container of another allocation", "instance", spec.InstanceID,
+				"old_allocation", c.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID,
+				"old_scope", c.Config.Labels[LabelScope])
+			if err := r.removeContainer(ctx, name); err != nil {
+				return runtime.Status{}, err
+			}
+			continue
+		}
+		if err := r.prepare(ctx, spec); err != nil {
+			return runtime.Status{}, err
+		}
+		cfg, host := r.containerConfig(spec)
+		created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
+		if cerrdefs.IsConflict(err) {
+			wait = true // being created by another process; look again
+			continue
+		}
+		if err != nil {
+			return runtime.Status{}, wrap(err, "create the container of instance %s", spec.InstanceID)
+		}
+		r.log.Info("container created", "instance", spec.InstanceID, "allocation", spec.AllocationID,
+			"image", spec.Image, "gpus", len(spec.GPUUUIDs))
+		for _, w := range created.Warnings {
+			// e.g. a kernel without swap accounting ignores MemorySwap.
+			r.log.Warn("docker warning on create", "instance", spec.InstanceID, "warning", w)
+		}
+		if _, err := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{}); err != nil {
+			return runtime.Status{}, wrap(err, "start the container of instance %s", spec.InstanceID)
+		}
+		return r.status(ctx, name)
+	}
+	return runtime.Status{}, gpurent.Errorf(gpurent.CodeConflict,
+		"instance %s: its container keeps changing under us; try again", spec.InstanceID)
+}
+
+// maxRounds bounds Run's attempts; with its growing waits a container that
+// keeps changing for about 4 s makes Run give up.
+const maxRounds = 20
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return gpurent.WrapError(gpurent.CodeUnavailable, ctx.Err(), "gave up waiting for the container")
+	}
+}
+
+// resume brings an existing container of the right allocation to running.
+// done is false when the container was removed and must be created anew.
+func (r *Runtime) resume(ctx context.Context, c container.InspectResponse) (done bool, err error) {
+	instanceID := c.Config.Labels[runtime.LabelInstance]
+	switch c.State.Status {
+	case container.StateRunning, container.StateRestarting:
+		return true, nil // never restart a running container
+	case container.StatePaused:
+		if _, err := r.cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{}); err != nil {
+			return false, wrap(err, "unpause the container of instance %s", instanceID)
+		}
+		return true, nil
+	case container.StateDead, container.StateRemoving:
+		if err := r.removeContainer(ctx, c.ID); err != nil {
+			return false, err
+		}
+		return false, nil
+	default: // created, exited
+		if _, err := r.cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+			return false, wrap(err, "start the container of instance %s", instanceID)
+		}
+		r.log.Info("container started", "instance", instanceID)
+		return true, nil
+	}
+}
+
+// prepare makes sure the image and the data volume are there.
+func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec) error {
+	if err := r.ensureImage(ctx, spec.Image); err != nil {
+		return err
+	}
+	return r.ensureVolume(ctx, spec)
+}
+
+// ensureImage finds the image on the host, pulling it when allowed.
+func (r *Runtime) ensureImage(ctx context.Context, ref string) error {
+	_, err := r.cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return nil
+	}
+	if !cerrdefs.IsNotFound(err) {
+		return wrap(err, "look up image %s", ref)
+	}
+	if r.cfg.NoPull {
+		return gpurent.WrapError(gpurent.CodeNotFound, err,
+			"image %s is not present on the host, and this host does not pull images", ref)
+	}
+	r.log.Info("pulling image", "image", ref)
+	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err == nil {
+		err = resp.Wait(ctx)
+		_ = resp.Close()
+	}
+	if err != nil {
+		return gpurent.WrapError(gpurent.CodeNotFound, err,
+			"image %s is not present on the host, and pulling it failed: %s", ref, firstLine(err.Error()))
+	}
+	r.log.Info("image pulled", "image", ref)
+	return nil
+}
+
+// ensureVolume creates the instance's data volume, or checks that the one of
+// that name belongs to this instance: a volume of another instance, or one
+// gpurent does not manage, is never mounted into a tenant's container.
+func (r *Runtime) ensureVolume(ctx context.Context, spec runtime.Spec) error {
+	res, err := r.cli.VolumeInspect(ctx, spec.VolumeName, client.VolumeInspectOptions{})
+	switch {
+	case err == nil:
+		return checkVolumeOwned(res.Volume.Labels, spec.VolumeName, spec.InstanceID)
+	case !cerrdefs.IsNotFound(err):
+		return wrap(err, "look up volume %s", spec.VolumeName)
+	}
+	opts := client.VolumeCreateOptions{
+		Name:   spec.VolumeName,
+		Driver: r.cfg.VolumeDriver,
+		Labels: volumeLabels(spec),
+	}
+	if r.cfg.VolumeSizeOption != "" && spec.VolumeGiB > 0 {
+		opts.DriverOpts = map[string]string{r.cfg.VolumeSizeOption: fmt.Sprintf("%dG", spec.VolumeGiB)}
+	}
+	created, err := r.cli.VolumeCreate(ctx, opts)
+	if err != nil {
+		return wrap(err, "create volume %s", spec.VolumeName)
+	}
+	// Creating a name that exists returns the existing volume: check it
+	// again in case another creator won a race.
+	if err := checkVolumeOwned(created.Volume.Labels, spec.VolumeName, spec.InstanceID); err != nil {
+		return err
+	}
+	r.log.Info("volume created", "instance", spec.InstanceID, "volume", spec.VolumeName)
+	return nil
+}
+
+func checkVolumeOwned(labels map[string]string, volume, instanceID string) error {
+	if labels[runtime.LabelManaged] != "true" || labels[runtime.LabelInstance] != instanceID {
+		return gpurent.Errorf(gpurent.CodeConflict,
+			"volume %s exists on the host but does not belong to instance %s", volume, instanceID)
+	}
+	return nil
+}
+
+func checkOwned(c container.InspectResponse, instanceID string) error {
+	if c.Config == nil || c.Config.Labels[runtime.LabelManaged] != "true" ||
+		c.Config.Labels[runtime.LabelInstance] != instanceID {
+		return gpurent.Errorf(gpurent.CodeConflict,
+			"a container named %s exists on the host but is not managed by gpurent for instance %s",
+			ContainerName(instanceID), instanceID)
+	}
+	return nil
+}
+
+// inScope reports whether a managed container belongs to this runtime's
+// scope; without a scope every managed container does.
+func (r *Runtime) inScope(c container.InspectResponse) bool {
+	return r.cfg.Scope == "" || c.Config.Labels[LabelScope] == r.cfg.Scope
+}
+
+// inspect looks a container up by name or id; found is false when absent.
+func (r *Runtime) inspect(ctx context.Context, nameOrID string) (c container.InspectResponse, found bool, err error) {
+	res, err := r.cli.ContainerInspect(ctx, nameOrID, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return container.InspectResponse{}, false, nil
+	}
+	if err != nil {
+		return container.InspectResponse{}, false, wrap(err, "inspect container %s", nameOrID)
+	}
+	if res.Container.State == nil || res.Container.Config == nil {
+		return container.InspectResponse{}, false, gpurent.Errorf(gpurent.CodeInternal,
+			"container %s: the daemon answered without state or config", nameOrID)
+	}
+	return res.Container, true, nil
+}
+
+// status reads one container back as a Status.
+func (r *Runtime) status(ctx context.Context, name string) (runtime.Status, error) {
+	c, found, err := r.inspect(ctx, name)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	if !found {
+		return runtime.Status{}, gpurent.Errorf(gpurent.CodeConflict, "container %s vanished while starting", name)
+	}
+	return statusOf(c), nil
+}
+
+// statusOf maps a container to a Status. Under the unless-stopped restart
+// policy an exited container was stopped on purpose, so it is Stopped
+// whatever its exit code; one the daemon keeps restarting is Failed.
+func statusOf(c container.InspectResponse) runtime.Status {
+	st := runtime.Status{
+		InstanceID:   c.Config.Labels[runtime.LabelInstance],
+		AllocationID: c.Config.Labels[runtime.LabelAllocation],
+		GPUUUIDs:     gpusFromEnv(c.Config.Env),
+	}
+	if t, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && t.Year() > 1 {
+		st.StartedAt = t.UTC()
+	}
+	switch c.State.Status {
+	case container.StateRunning:
+		st.State = runtime.Running
+		if c.RestartCount > 0 {
+			st.Message = fmt.Sprintf("restarted %d times by the daemon", c.RestartCount)
+		}
+	case container.StatePaused:
+		st.State = runtime.Stopped
+		st.Message = "paused"
+	case container.StateRestarting:
+		st.State = runtime.Failed
+		st.Message = "crashing and being restarted"
+		if d := describeExit(c.State); d != "" {
+			st.Message += ": " + d
+		}
+	case container.StateDead:
+		st.State = runtime.Failed
+		st.Message = "dead: the daemon failed to remove it"
+	default: // created, exited, removing
+		st.State = runtime.Stopped
+		st.Message = describeExit(c.State)
+		if c.State.Status == container.StateCreated && st.Message == "" {
+			st.Message = "created, never started"
+		}
+		if c.State.Error != "" {
+			// The daemon could not start it (a GPU gone, a hook failed).
+			st.State = runtime.Failed
+		}
+	}
+	return st
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	const limit = 300
+	if len(s) > limit {
+		s = s[:limit] + "..."
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// openAPIRoutes lists the (METHOD, path) pairs openapi.json documents.
+func openAPIRoutes(t *testing.T, doc map[string]any) map[string]bool {
+	t.Helper()
+	paths, ok := doc["paths"].(map[string]any)
+	if !ok {
+		t.Fatal("openapi.json has no paths")
+	}
+	out := map[string]bool{}
+	for p, item := range paths {
+		ops, ok := item.(map[string]any)
+		if !ok {
+			t.Fatalf("path %s is not an object", p)
+		}
+		for m := range ops {
+			switch m {
+			case "get", "put", "post", "delete", "patch", "head", "options":
+				out[strings.ToUpper(m)+" "+p] = true
+			}
+		}
+	}
+	return out
+}
+
+func loadOpenAPI(t *testing.T) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatalf("openapi.json is not JSON: %v", err)
+	}
+	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1") {
+		t.Fatalf("openapi version %q, want 3.1.x", v)
+	}
+	return doc
+}
+
+// TestOpenAPIMatchesRoutes holds the document to the mux both ways, and
+// calls every documented operation on a live server with real ids.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	documented := openAPIRoutes(t, doc)
+
+	e := newEnv(t)
+	registered := map[string]bool{}
+	for _, rt := range e.srv.routes {
+		registered[rt.pattern()] = true
+	}
+	for r := range registered {
+		if !documented[r] {
+			t.Errorf("route %s is registered but not in openapi.json", r)
+		}
+	}
+	for r := range documented {
+		if !registered[r] {
+			t.Errorf("openapi.json documents %s, which is not registered", r)
+		}
+	}
+
+	// Every documented operation answers, with real ids, something other
+	// than 404 or 405.
+	h := e.host("gpu-a", 2)
+	op := e.operator()
+	in := e.rent(op, 1)
+	ops := make([]string, 0, len(documented))
+	for r := range documented {
+		ops = append(ops, r)
+	}
+	// Deletes last, so the instance lives through the others.
+	sort.Slice(ops, func(i, j int) bool {
+		di, dj := strings.HasPrefix(ops[i], "DELETE"), strings.HasPrefix(ops[j], "DELETE")
+		if di != dj {
+			return dj
+		}
+		return ops[i] < ops[j]
+	})
+	for _, r := range ops {
+		method, path, _ := strings.Cut(r, " ")
+		concrete := path
+		switch {
+		case strings.HasPrefix(path, "/api/v1/instances/{id}"):
+			concrete = strings.Replace(path, "{id}", in.ID, 1)
+		case strings.HasPrefix(path, "/api/v1/hosts/{id}"):
+			concrete = strings.Replace(path, "{id}", h.id, 1)
+		}
+		if strings.Contains(concrete, "{") {
+			t.Fatalf("no id for %s in this test: add one", path)
+		}
+		token := op.token
+		if strings.HasPrefix(path, "/agent/") {
+			token = h.token
+		}
+		hr := httptest.NewRequest(method, concrete, nil)
+		if _, pattern := e.srv.mux.Handler(hr); pattern != r {
+			t.Errorf("%s %s matches pattern %q, want %q", method, concrete, pattern, r)
+			continue
+		}
+		w := e.do(req{method: method, path: concrete, token: token, body: "{}"})
+		if w.Code == 404 || w.Code == 405 {
+			t.Errorf("%s %s answered %d: %s", method, concrete, w.Code, w.Body.String())
+		}
+	}
+}
+
+// TestOpenAPIRefsResolve checks every $ref names a component that exists.
+func TestOpenAPIRefsResolve(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				parts := strings.Split(strings.TrimPrefix(ref, "#/"), "/")
+				var cur any = doc
+				for _, p := range parts {
+					m, ok := cur.(map[string]any)
+					if !ok || m[p] == nil {
+						t.Errorf("$ref %s does not resolve", ref)
+						return
+					}
+					cur = m[p]
+				}
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	e := newEnv(t)
+	w := e.do(req{method: "GET", path: "/api/v1/openapi.json"})
+	if w.Code != 200 || w.Header().Get("Content-Type") != contentJSON || w.Body.Len() != len(openAPIDoc) {
+		t.Fatalf("openapi.json: %d %s, %d bytes", w.Code, w.Header().Get("Content-Type"), w.Body.Len())
+	}
+}

@@ -1,0 +1,246 @@
+// Package api is the HTTP API of the control plane: the public JSON API
+// under /api/v1 (accounts, tokens, catalog, instances, operator host
+// actions), the agent API under /agent/v1, health and readiness probes,
+// Prometheus metrics and the OpenAPI document that describes it all.
+//
+// It is an adapter: it decodes requests strictly, authenticates bearer
+// tokens, calls the auth, rental and fleet services, maps their answers to
+// the wire types of internal/apiv1 and internal/agentproto, and answers
+// every error as RFC 9457 problem+json with a stable code.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/rental"
+)
+
+// Config configures the server.
+type Config struct {
+	Auth   *auth.Service
+	Rental *rental.Service
+	Fleet  *fleet.Service
+	// Store serves readiness checks and idempotency records.
+	Store gpurent.Store
+	// Logger receives the access log and internal errors; nil discards.
+	Logger *slog.Logger
+	// Registry receives the Go, process and HTTP metrics and is served on
+	// /metrics; nil makes a new one.
+	Registry *prometheus.Registry
+	// Version is reported by /healthz and gpurent_build_info.
+	Version string
+	// Now is the clock for idempotency records; nil is time.Now.
+	Now func() time.Time
+}
+
+// Server serves the API. Make it with New; it is safe for concurrent use.
+type Server struct {
+	auth    *auth.Service
+	rental  *rental.Service
+	fleet   *fleet.Service
+	store   gpurent.Store
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	version string
+	now     func() time.Time
+
+	routes  []route
+	mux     *http.ServeMux
+	metrics *httpMetrics
+	locks   keyLocks
+}
+
+// route is one registered (method, path) with its handler.
+type route struct {
+	method string
+	path   string // ServeMux path pattern, e.g. /api/v1/instances/{id}
+	h      http.HandlerFunc
+}
+
+func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+// New builds the server and registers its routes and metrics.
+func New(cfg Config) *Server {
+	s := &Server{
+		auth:    cfg.Auth,
+		rental:  cfg.Rental,
+		fleet:   cfg.Fleet,
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		reg:     cfg.Registry,
+		version: cfg.Version,
+		now:     cfg.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	s.metrics = newHTTPMetrics(s.reg, s.version, s.log)
+	s.routes = s.routeTable()
+	s.mux = http.NewServeMux()
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.pattern(), rt.h)
+	}
+	return s
+}
+
+// Handler returns the API's root handler, with recovery, metrics and the
+// access log around every route.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+
+// routeTable lists every route. The OpenAPI test holds openapi.json to it.
+func (s *Server) routeTable() []route {
+	return []route{
+		{"GET", "/healthz", s.handleHealthz},
+		{"GET", "/readyz", s.handleReadyz},
+		{"GET", "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}).ServeHTTP},
+		{"GET", "/api/v1/openapi.json", s.handleOpenAPI},
+
+		{"POST", "/api/v1/auth/register", s.handleRegister},
+		{"POST", "/api/v1/auth/login", s.handleLogin},
+		{"POST", "/api/v1/auth/logout", s.handleLogout},
+		{"GET", "/api/v1/me", s.user(s.handleMe)},
+		{"POST", "/api/v1/tokens", s.user(s.handleCreateToken)},
+
+		{"GET", "/api/v1/gpu-types", s.handleGPUTypes},
+		{"GET", "/api/v1/zones", s.handleZones},
+
+		{"POST", "/api/v1/instances", s.user(s.handleCreateInstance)},
+		{"GET", "/api/v1/instances", s.user(s.handleListInstances)},
+		{"GET", "/api/v1/instances/{id}", s.user(s.handleGetInstance)},
+		{"POST", "/api/v1/instances/{id}/stop", s.user(s.handleStopInstance)},
+		{"POST", "/api/v1/instances/{id}/start", s.user(s.handleStartInstance)},
+		{"DELETE", "/api/v1/instances/{id}", s.user(s.handleDeleteInstance)},
+
+		{"GET", "/api/v1/hosts", s.operator(s.handleListHosts)},
+		{"POST", "/api/v1/hosts/{id}/cordon", s.operator(s.handleHostState(gpurent.HostCordoned))},
+		{"POST", "/api/v1/hosts/{id}/uncordon", s.operator(s.handleHostState(gpurent.HostReady))},
+
+		{"POST", "/agent/v1/register", s.handleAgentRegister},
+		{"GET", "/agent/v1/desired", s.agent(s.handleAgentDesired)},
+		{"POST", "/agent/v1/report", s.agent(s.handleAgentReport)},
+	}
+}
+
+// statusResponse is the body of /healthz and /readyz.
+type statusResponse struct {
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
+	Store   string `json:"store,omitempty"`
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, statusResponse{Status: "ok", Version: s.version})
+}
+
+// readyTimeout bounds the readiness probe's database ping.
+const readyTimeout = 3 * time.Second
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.store == nil {
+		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeUnavailable, "no store configured"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "readiness: store ping failed", slog.String("error", err.Error()))
+		s.writeProblem(w, r, gpurent.WrapError(gpurent.CodeUnavailable, err, "the database is not reachable"))
+		return
+	}
+	writeJSON(w, http.StatusOK, statusResponse{Status: "ok", Version: s.version, Store: s.store.Backend()})
+}
+
+// bearer returns the token of an "Authorization: Bearer ..." header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// errNoBearer answers a request without credentials.
+func errNoBearer() error {
+	return gpurent.Errorf(gpurent.CodeUnauthorized, "send Authorization: Bearer <token>")
+}
+
+// user wraps h with bearer authentication of an account.
+func (s *Server) user(h func(http.ResponseWriter, *http.Request, *gpurent.Account)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r)
+		if !ok {
+			s.writeProblem(w, r, errNoBearer())
+			return
+		}
+		acc, err := s.auth.Authenticate(r.Context(), tok)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		h(w, r, acc)
+	}
+}
+
+// operator wraps h with authentication of an operator account; customers
+// are forbidden.
+func (s *Server) operator(h func(http.ResponseWriter, *http.Request, *gpurent.Account)) http.HandlerFunc {
+	return s.user(func(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
+		if acc.Role != gpurent.RoleOperator {
+			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeForbidden, "this action is for operators only"))
+			return
+		}
+		h(w, r, acc)
+	})
+}
+
+// agent wraps h with authentication of a host agent.
+func (s *Server) agent(h func(http.ResponseWriter, *http.Request, *gpurent.Host)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r)
+		if !ok {
+			s.writeProblem(w, r, errNoBearer())
+			return
+		}
+		host, err := s.fleet.AuthenticateAgent(r.Context(), tok)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		h(w, r, host)
+	}
+}
+
+// queryBool parses an optional boolean query parameter.
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, gpurent.Errorf(gpurent.CodeInvalid, "query parameter %s must be true or false, got %q", name, v)
+	}
+	return b, nil
+}

@@ -1,0 +1,194 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agent"
+	agentruntime "github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
+	"github.com/gpurent/gpurent/internal/agent/runtime/process"
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/gpu/fake"
+)
+
+// Demo logins, printed at start. The demo listens on loopback by default.
+const (
+	DemoOperatorEmail    = "operator@gpurent.local"
+	DemoOperatorPassword = "operator-demo"
+	DemoCustomerEmail    = "customer@gpurent.local"
+	DemoCustomerPassword = "customer-demo"
+	// DemoCustomerBalanceFen is the demo customer's starting balance: ¥10,000.
+	DemoCustomerBalanceFen = 1_000_000
+)
+
+// DemoHost is one fake GPU host of the demo fleet.
+type DemoHost struct {
+	Name      string
+	Zone      string
+	TypeID    string
+	GPUs      int
+	GroupSize int // GPUs per NVLink domain / PCIe switch
+}
+
+// DemoFleet is the default demo fleet: for each catalog GPU type, hostsPerType
+// hosts of 8 GPUs, spread over the zones. SXM boards form one NVSwitch domain;
+// GeForce cards sit under PCIe switches of four.
+func DemoFleet(c catalog.Catalog, hostsPerType int) []DemoHost {
+	var out []DemoHost
+	for _, t := range c.GPUTypes {
+		group := 8
+		if !t.PeerToPeer {
+			group = 4
+		}
+		for i := 0; i < hostsPerType; i++ {
+			out = append(out, DemoHost{
+				Name:   fmt.Sprintf("demo-%s-%02d", t.ID, i+1),
+				Zone:   c.Zones[i*len(c.Zones)/hostsPerType].ID,
+				TypeID: t.ID, GPUs: 8, GroupSize: group,
+			})
+		}
+	}
+	return out
+}
+
+// seedDemoAccounts makes the demo operator and customer unless they exist.
+func seedDemoAccounts(ctx context.Context, s *Server) error {
+	for _, a := range []struct {
+		email, name, password string
+		role                  gpurent.Role
+		balance               int64
+	}{
+		{DemoOperatorEmail, "Demo Operator", DemoOperatorPassword, gpurent.RoleOperator, 0},
+		{DemoCustomerEmail, "Demo Customer", DemoCustomerPassword, gpurent.RoleCustomer, DemoCustomerBalanceFen},
+	} {
+		if _, err := s.Store.AccountByEmail(ctx, a.email); err == nil {
+			continue
+		} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return err
+		}
+		if _, err := s.Auth.CreateAccount(ctx, a.email, a.name, a.password, a.role, a.balance); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RuntimeChoice picks the instance runtime for in-process agents.
+type RuntimeChoice string
+
+// Runtime choices.
+const (
+	RuntimeAuto    RuntimeChoice = "auto" // Docker when reachable, else process
+	RuntimeDocker  RuntimeChoice = "docker"
+	RuntimeProcess RuntimeChoice = "process"
+)
+
+// AgentsConfig configures in-process agents with fake GPUs.
+type AgentsConfig struct {
+	ServerURL string
+	JoinToken string
+	DataDir   string // each agent keeps <DataDir>/<host name>
+	Hosts     []DemoHost
+	Catalog   catalog.Catalog
+	Runtime   RuntimeChoice
+	Logger    *slog.Logger
+	// HeartbeatInterval and RetryMax (0: the agent's defaults).
+	HeartbeatInterval time.Duration
+	RetryMax          time.Duration
+}
+
+// Agents are running in-process agents.
+type Agents struct {
+	// Runtime is the runtime they use: "docker" or "process".
+	Runtime string
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Stop ends the agents. Their instances keep running, as with real agents.
+func (a *Agents) Stop() {
+	a.cancel()
+	a.wg.Wait()
+}
+
+// StartAgents runs one agent per host, each with its own fake GPUs, state
+// directory and runtime, talking to the control plane over HTTP like a
+// remote agent would.
+func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	types := map[string]gpurent.GPUType{}
+	for _, t := range cfg.Catalog.GPUTypes {
+		types[t.ID] = t
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	as := &Agents{cancel: cancel}
+	useDocker := cfg.Runtime == RuntimeDocker
+	if cfg.Runtime == RuntimeAuto || cfg.Runtime == "" {
+		probe, cancelProbe := context.WithTimeout(ctx, 3*time.Second)
+		_, err := docker.New(probe, docker.Config{Logger: log})
+		cancelProbe()
+		useDocker = err == nil
+		if err != nil {
+			log.Warn("Docker Engine not reachable; demo instances use the process runtime (no isolation)", "err", err)
+		}
+	}
+	for _, h := range cfg.Hosts {
+		t, ok := types[h.TypeID]
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("demo host %s: unknown GPU type %s", h.Name, h.TypeID)
+		}
+		dir := filepath.Join(cfg.DataDir, h.Name)
+		var rt agentruntime.Runtime
+		if useDocker {
+			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name})
+			if err != nil {
+				cancel()
+				return nil, fmt.Errorf("docker runtime: %w", err)
+			}
+			rt = d
+		} else {
+			p, err := process.New(process.Config{Dir: filepath.Join(dir, "runtime"), Logger: log})
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			rt = p
+		}
+		as.Runtime = rt.Name()
+		a, err := agent.New(agent.Config{
+			ServerURL: cfg.ServerURL, JoinToken: cfg.JoinToken, Name: h.Name, Zone: h.Zone,
+			StateDir: dir, Runtime: rt,
+			GPUs: fake.New(fake.Config{Host: h.Name, TypeID: t.ID, Name: t.Name, Count: h.GPUs,
+				MemoryMiB: int64(t.MemoryGB) * 1024, GroupSize: h.GroupSize, NUMANodes: 2}),
+			CPUMilli:          t.CPUMilliPerGPU*int64(h.GPUs) + 16000,
+			MemoryMiB:         t.MemoryMiBPerGPU*int64(h.GPUs) + 64*1024,
+			DiskGiB:           7680,
+			Logger:            log.With("host", h.Name),
+			HeartbeatInterval: cfg.HeartbeatInterval,
+			RetryMax:          cfg.RetryMax,
+			Version:           Version,
+		})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		as.wg.Add(1)
+		go func() {
+			defer as.wg.Done()
+			if err := a.Run(ctx); err != nil && ctx.Err() == nil {
+				log.Error("agent stopped", "host", h.Name, "err", err)
+			}
+		}()
+	}
+	return as, nil
+}

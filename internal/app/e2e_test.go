@@ -1,0 +1,255 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
+	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
+	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/cli"
+)
+
+// user runs CLI commands in-process, as one person with one config dir.
+type user struct {
+	t   *testing.T
+	env cli.Env
+}
+
+func newUser(t *testing.T, server string) *user {
+	env := cli.Env{
+		ConfigDir:    t.TempDir(),
+		Getenv:       func(k string) string { return map[string]string{cli.EnvServer: server}[k] },
+		PollInterval: 100 * time.Millisecond,
+	}
+	return &user{t: t, env: env}
+}
+
+// run executes `gpurent args...` and returns stdout, stderr and the error.
+func (u *user) run(stdin string, args ...string) (string, string, error) {
+	u.t.Helper()
+	root := cli.NewRootWith(u.env)
+	var out, errb bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(strings.NewReader(stdin))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	return out.String(), errb.String(), err
+}
+
+// must runs a command that must succeed.
+func (u *user) must(args ...string) string {
+	u.t.Helper()
+	out, errOut, err := u.run("", args...)
+	if err != nil {
+		u.t.Fatalf("gpurent %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// instance runs a command printing one instance as JSON.
+func (u *user) instance(args ...string) apiv1.Instance {
+	u.t.Helper()
+	var in apiv1.Instance
+	out := u.must(append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		u.t.Fatalf("gpurent %s -o json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return in
+}
+
+// signUp registers and logs in.
+func (u *user) signUp(email, password string) {
+	u.t.Helper()
+	if out, errOut, err := u.run(password+"\n", "register", "--email", email, "--name", email, "--password-stdin"); err != nil {
+		u.t.Fatalf("register %s: %v\n%s%s", email, err, out, errOut)
+	}
+	if out, errOut, err := u.run(password+"\n", "login", "--email", email, "--password-stdin"); err != nil {
+		u.t.Fatalf("login %s: %v\n%s%s", email, err, out, errOut)
+	}
+}
+
+// eventually polls cond until it holds or the bound passes (a bounded wait
+// for an asynchronous state, not a timing assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freeGPUs(t *testing.T, u *user, typ string) int {
+	var list apiv1.GPUTypeList
+	if err := json.Unmarshal([]byte(u.must("gpus", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range list.GPUTypes {
+		if g.ID == typ {
+			return g.Free
+		}
+	}
+	return -1
+}
+
+// TestEndToEnd: serve plus two agents with fake GPUs and the real Docker
+// runtime; a customer registers and rents 2x H100 through the CLI, sees it
+// run, stops, starts and removes it; another customer can neither see nor
+// touch it; killing and restarting the agents, and restarting the control
+// plane, leave the running container untouched.
+func TestEndToEnd(t *testing.T) {
+	image := dockertest.BusyboxImage(t)
+	cli := dockertest.Client(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := ServerConfig{DSN: filepath.Join(dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-e2e",
+		BcryptCost: 4, PollWait: 5 * time.Second}
+	s, err := StartServer(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := "e2e-" + strings.ToLower(dockertest.NewInstanceID()[2:8])
+	agents := AgentsConfig{ServerURL: s.URL, JoinToken: cfg.JoinToken, DataDir: filepath.Join(dir, "agents"),
+		Hosts: []DemoHost{
+			{Name: scope + "-a", Zone: "cd-tianfu-a", TypeID: "h100-80g-sxm", GPUs: 8, GroupSize: 8},
+			{Name: scope + "-b", Zone: "cd-gaoxin-b", TypeID: "h100-80g-sxm", GPUs: 8, GroupSize: 8},
+		},
+		Catalog: c, Runtime: RuntimeDocker, HeartbeatInterval: 500 * time.Millisecond, RetryMax: time.Second}
+	as, err := StartAgents(ctx, agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { as.Stop() }()
+
+	alice := newUser(t, s.URL)
+	alice.signUp("alice@lab.example", "alice-password-1")
+	if out := alice.must("whoami"); !strings.Contains(out, "alice@lab.example") {
+		t.Fatalf("whoami: %s", out)
+	}
+	eventually(t, "both hosts' 16 H100s listed free", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
+
+	in := alice.instance("rent", "--gpu", "h100-80g-sxm", "--count", "2", "--image", image, "--name", "train", "--wait")
+	id := in.ID
+	defer dockertest.Cleanup(t, id)
+	if in.State != "running" || len(in.GPUs) != 2 || in.Runtime != "docker" || in.Volume == nil || in.Volume.MountPath != "/root/data" {
+		t.Fatalf("rented instance: %+v", in)
+	}
+	if got := freeGPUs(t, alice, "h100-80g-sxm"); got != 14 {
+		t.Errorf("free H100s after renting 2: %d, want 14", got)
+	}
+	if out := alice.must("ls"); !strings.Contains(out, id) || !strings.Contains(out, "running") {
+		t.Errorf("ls does not show the running instance:\n%s", out)
+	}
+	shown := alice.instance("show", id)
+	if len(shown.Events) < 3 || shown.HostName == "" {
+		t.Errorf("show: want host and events, got %+v", shown)
+	}
+
+	// The container holds exactly its GPUs, its limits and its volume.
+	name := docker.ContainerName(id)
+	ci := dockertest.Inspect(t, cli, name)
+	env := strings.Join(ci.Config.Env, "\n")
+	want := strings.Join(in.GPUs, ",")
+	if !strings.Contains(env, "NVIDIA_VISIBLE_DEVICES="+want) || !strings.Contains(env, "CUDA_VISIBLE_DEVICES="+want) {
+		t.Errorf("container env %q lacks the GPUs %s", env, want)
+	}
+	if ci.HostConfig.NanoCPUs <= 0 || ci.HostConfig.Memory <= 0 || ci.HostConfig.Privileged {
+		t.Errorf("limits: cpu %d mem %d privileged %v", ci.HostConfig.NanoCPUs, ci.HostConfig.Memory, ci.HostConfig.Privileged)
+	}
+	dockertest.MustExec(t, cli, name, "sh", "-c", "echo kept > /root/data/notes.txt")
+	startedAt := ci.State.StartedAt
+
+	// Another customer sees and touches nothing of it.
+	bob := newUser(t, s.URL)
+	bob.signUp("bob@other.example", "bob-password-12")
+	for _, args := range [][]string{{"show", id}, {"stop", id}, {"start", id}, {"rm", id}} {
+		out, errOut, err := bob.run("", args...)
+		if err == nil || !strings.Contains(err.Error()+errOut, "not found") {
+			t.Errorf("bob: gpurent %v: want a not-found error, got err=%v\n%s%s", args, err, out, errOut)
+		}
+	}
+	if out := bob.must("ls", "-o", "json"); strings.Contains(out, id) {
+		t.Errorf("bob's ls shows alice's instance: %s", out)
+	}
+
+	// Kill the agents and start them again: the container runs on, untouched.
+	as.Stop()
+	if st := dockertest.Inspect(t, cli, name).State; !st.Running || st.StartedAt != startedAt {
+		t.Fatalf("stopping the agents touched the container: %+v", st)
+	}
+	if as, err = StartAgents(ctx, agents); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a few heartbeats and a convergence
+	if st := dockertest.Inspect(t, cli, name).State; !st.Running || st.StartedAt != startedAt {
+		t.Fatalf("restarted agents restarted the container: %+v", st)
+	}
+
+	// Restart the control plane on the same database and address.
+	cfg.Listen = strings.TrimPrefix(s.URL, "http://")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = StartServer(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := alice.instance("show", id); got.State != "running" {
+		t.Errorf("after a control-plane restart: state %s", got.State)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if st := dockertest.Inspect(t, cli, name).State; !st.Running || st.StartedAt != startedAt {
+		t.Fatalf("a control-plane restart touched the container: %+v", st)
+	}
+
+	// Stop: GPUs go back to the pool, the container and volume stay.
+	if got := alice.instance("stop", id, "--wait"); got.State != "stopped" || len(got.GPUs) != 0 {
+		t.Fatalf("stop: %+v", got)
+	}
+	if st := dockertest.Inspect(t, cli, name).State; st.Running {
+		t.Error("container still running after stop")
+	}
+	eventually(t, "GPUs released after stop", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
+
+	// Start: back on the same host, the data is there.
+	got := alice.instance("start", id, "--wait")
+	if got.State != "running" || got.HostID != in.HostID || len(got.GPUs) != 2 {
+		t.Fatalf("start: %+v", got)
+	}
+	if out := dockertest.MustExec(t, cli, name, "cat", "/root/data/notes.txt"); strings.TrimSpace(out) != "kept" {
+		t.Errorf("volume after stop/start: %q", out)
+	}
+
+	// Remove: container and volume go, the GPUs come back.
+	if got := alice.instance("rm", id, "--wait"); got.State != "deleted" {
+		t.Fatalf("rm: %+v", got)
+	}
+	if _, err := cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{}); err == nil {
+		t.Error("container still exists after rm")
+	}
+	if _, err := cli.VolumeInspect(ctx, got.Volume.ID, client.VolumeInspectOptions{}); err == nil {
+		t.Error("volume still exists after rm")
+	}
+	if out := alice.must("ls"); strings.Contains(out, id) {
+		t.Errorf("ls still lists the removed instance:\n%s", out)
+	}
+	eventually(t, "GPUs released after rm", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
+}

@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/api"
+	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/rental"
+)
+
+// ServerConfig configures a control plane.
+type ServerConfig struct {
+	// DSN is a SQLite file path or a postgres:// URL.
+	DSN string
+	// Store, when set, is used instead of opening DSN (tests); Close does
+	// not close it.
+	Store gpurent.Store
+	// Listen is the TCP address, "127.0.0.1:0" for any free port.
+	Listen    string
+	JoinToken string
+	Logger    *slog.Logger
+	Now       func() time.Time
+	// BcryptCost lowers password hashing cost in tests (0: default).
+	BcryptCost int
+	// PollWait bounds agents' long polls (0: 25 s).
+	PollWait time.Duration
+	// HostTimeout: a host silent longer gets no new placements (0: 30 s).
+	HostTimeout time.Duration
+}
+
+// Server is a running control plane.
+type Server struct {
+	Store  gpurent.Store
+	Auth   *auth.Service
+	Rental *rental.Service
+	Fleet  *fleet.Service
+	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
+	URL string
+
+	ownStore bool
+	http     *http.Server
+	done     chan error
+}
+
+// StartServer opens the store, seeds the catalog on first start, and serves
+// the API until Close.
+func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{Store: cfg.Store}
+	if s.Store == nil {
+		st, err := openStore(ctx, cfg.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("open the database: %w", err)
+		}
+		s.Store, s.ownStore = st, true
+	}
+	if err := seedCatalog(ctx, s.Store); err != nil {
+		s.closeStore()
+		return nil, err
+	}
+	s.Auth = auth.New(auth.Config{Store: s.Store, Now: cfg.Now, BcryptCost: cfg.BcryptCost})
+	s.Rental = rental.New(rental.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
+		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout})
+	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
+		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
+	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Store: s.Store,
+		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		s.closeStore()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	s.URL = "http://" + ln.Addr().String()
+	s.http = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	s.done = make(chan error, 1)
+	go func() { s.done <- s.http.Serve(ln) }()
+	cfg.Logger.Info("control plane serving", "url", s.URL, "store", s.Store.Backend())
+	return s, nil
+}
+
+// Close stops serving (waiting briefly for requests in flight) and closes
+// the store it opened.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.http.Close()
+	}
+	if serr := <-s.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if cerr := s.closeStore(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Server) closeStore() error {
+	if s.ownStore {
+		return s.Store.Close()
+	}
+	return nil
+}
+
+// seedCatalog writes the default GPU types and zones into an empty store.
+// Once there, they are the operator's to change: a restart never
+// overwrites them.
+func seedCatalog(ctx context.Context, st gpurent.Store) error {
+	c, err := catalog.Default()
+	if err != nil {
+		return err
+	}
+	types, err := st.GPUTypes(ctx)
+	if err != nil {
+		return err
+	}
+	zones, err := st.Zones(ctx)
+	if err != nil {
+		return err
+	}
+	return st.InTx(ctx, func(q gpurent.Queries) error {
+		if len(types) == 0 {
+			for _, t := range c.GPUTypes {
+				if err := q.UpsertGPUType(ctx, t); err != nil {
+					return err
+				}
+			}
+		}
+		if len(zones) == 0 {
+			for _, z := range c.Zones {
+				if err := q.UpsertZone(ctx, z); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent/internal/apiv1"
+)
+
+func (a *app) gpusCmd() *cobra.Command {
+	var cn conn
+	cmd := &cobra.Command{
+		Use:   "gpus",
+		Short: "List GPU types: spec, availability and list prices",
+		Args:  argsError(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			list, err := c.GPUTypes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out(cmd), list)
+			}
+			return printGPUTypes(cmd, list.GPUTypes)
+		},
+	}
+	cn.addFlags(cmd, true)
+	return cmd
+}
+
+func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
+	if len(types) == 0 {
+		fmt.Fprintln(out(cmd), "No GPU types are offered.")
+		return nil
+	}
+	t := newTable(out(cmd), "TYPE", "MEMORY", "BANDWIDTH", "BF16 TFLOPS", "FP8 TFLOPS", "NVLINK", "P2P",
+		"FREE/TOTAL", "HOURLY", "DAILY", "WEEKLY", "MONTHLY", "FREE BY ZONE")
+	for _, g := range types {
+		nvlink := "none"
+		if g.NVLinkGBs > 0 {
+			nvlink = strconv.Itoa(g.NVLinkGBs) + " GB/s"
+		}
+		p2p := "no"
+		if g.PeerToPeer {
+			p2p = "yes"
+		}
+		zones := make([]string, 0, len(g.Zones))
+		for _, z := range g.Zones {
+			zones = append(zones, fmt.Sprintf("%s %d/%d (≤%d per host)", z.ZoneID, z.Free, z.Total, z.MaxPerHost))
+		}
+		t.row(g.ID,
+			strconv.Itoa(g.MemoryGB)+" GB",
+			strconv.Itoa(g.MemBandwidthGBs)+" GB/s",
+			formatTFLOPS(g.BF16TFLOPS),
+			formatTFLOPS(g.FP8TFLOPS),
+			nvlink, p2p,
+			fmt.Sprintf("%d/%d", g.Free, g.Total),
+			formatCNY(g.Prices.HourlyFen),
+			formatCNY(g.Prices.DailyFen),
+			formatCNY(g.Prices.WeeklyFen),
+			formatCNY(g.Prices.MonthlyFen),
+			orDash(strings.Join(zones, ", ")),
+		)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out(cmd), "\nPrices are list prices per GPU (hourly, or per day/week/month package). TFLOPS are dense, not sparse.")
+	return nil
+}
+
+func (a *app) zonesCmd() *cobra.Command {
+	var cn conn
+	cmd := &cobra.Command{
+		Use:   "zones",
+		Short: "List the datacentre zones",
+		Args:  argsError(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			list, err := c.Zones(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out(cmd), list)
+			}
+			t := newTable(out(cmd), "ZONE", "NAME", "REGION", "PROBE")
+			for _, z := range list.Zones {
+				t.row(z.ID, z.Name, orDash(z.Region), orDash(z.ProbeURL))
+			}
+			return t.flush()
+		},
+	}
+	cn.addFlags(cmd, true)
+	return cmd
+}

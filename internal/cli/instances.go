@@ -1,0 +1,466 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/client"
+)
+
+// defaultWaitTimeout bounds --wait.
+const defaultWaitTimeout = 10 * time.Minute
+
+// waitFlags are the --wait and --wait-timeout flags.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (w *waitFlags) add(cmd *cobra.Command, what string) {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait until the instance is "+what)
+	cmd.Flags().DurationVar(&w.timeout, "wait-timeout", defaultWaitTimeout, "how long --wait waits")
+}
+
+func (a *app) rentCmd() *cobra.Command {
+	var cn conn
+	var wf waitFlags
+	var req apiv1.CreateInstanceRequest
+	var key string
+	cmd := &cobra.Command{
+		Use:   "rent --gpu TYPE --image IMAGE [--count N]",
+		Short: "Rent GPUs: create an instance",
+		Example: "  gpurent rent --gpu h100-80g-sxm --count 8 --image pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime --wait\n" +
+			"  gpurent rent --gpu rtx4090-24g --image ubuntu:24.04 --plan daily --zone cd-tianfu-a --volume-gib 200",
+		Args: argsError(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			if req.GPUType == "" || req.Image == "" {
+				return usageError{err: errors.New("--gpu and --image are required (see `gpurent gpus` for the types)"), usage: cmd.UseLine()}
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			inst, err := c.CreateInstance(cmd.Context(), req, key)
+			if err != nil {
+				return err
+			}
+			if wf.wait {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Instance %s created; waiting for it to run...\n", inst.ID)
+				inst, err = a.waitFor(cmd, c, inst.ID, wf.timeout, untilRunning)
+				if err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return writeJSON(out(cmd), inst)
+			}
+			return a.printInstance(cmd, inst)
+		},
+	}
+	cn.addFlags(cmd, true)
+	wf.add(cmd, "running (or failed)")
+	f := cmd.Flags()
+	f.StringVar(&req.GPUType, "gpu", "", "GPU type, e.g. h100-80g-sxm (required)")
+	f.IntVar(&req.GPUCount, "count", 1, "number of GPUs")
+	f.StringVar(&req.Image, "image", "", "container image (required)")
+	f.StringVar(&req.Name, "name", "", "instance name (default: chosen by the server)")
+	f.StringVar(&req.Zone, "zone", "", "zone (default: any)")
+	f.StringVar(&req.Plan, "plan", "", "billing plan: hourly, daily, weekly or monthly (default hourly)")
+	f.IntVar(&req.VolumeGiB, "volume-gib", 0, "data volume size in GiB (default: the server's)")
+	f.StringVar(&key, "idempotency-key", "", "key that makes retries of this rent create one instance (default: random)")
+	return cmd
+}
+
+func (a *app) lsCmd() *cobra.Command {
+	var cn conn
+	var all bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List your instances",
+		Args:    argsError(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			list, err := c.ListInstances(cmd.Context(), all)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out(cmd), list)
+			}
+			if len(list.Instances) == 0 {
+				fmt.Fprintln(out(cmd), "No instances. Rent GPUs with: gpurent rent --gpu TYPE --image IMAGE")
+				return nil
+			}
+			t := newTable(out(cmd), "ID", "NAME", "STATE", "GPUS", "ZONE", "HOST", "PLAN", "CREATED")
+			for _, in := range list.Instances {
+				t.row(in.ID, orDash(in.Name), in.State, gpuSummary(in), orDash(in.Zone),
+					orDash(firstNonEmpty(in.HostName, in.HostID)), orDash(in.Plan),
+					formatTime(in.CreatedAt, a.env.Location))
+			}
+			return t.flush()
+		},
+	}
+	cn.addFlags(cmd, true)
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "include deleted instances")
+	return cmd
+}
+
+func gpuSummary(in apiv1.Instance) string {
+	return fmt.Sprintf("%d × %s", in.GPUCount, in.GPUType)
+}
+
+func (a *app) showCmd() *cobra.Command {
+	var cn conn
+	cmd := &cobra.Command{
+		Use:   "show ID...",
+		Short: "Show instances in detail, with their history",
+		Args:  argsError(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			return a.each(cmd, ids, "instances", "shown", func(id string) error {
+				inst, err := c.GetInstance(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(out(cmd), inst)
+				}
+				if id != ids[0] {
+					fmt.Fprintln(out(cmd))
+				}
+				return a.printInstance(cmd, inst)
+			})
+		},
+	}
+	cn.addFlags(cmd, true)
+	return cmd
+}
+
+// printInstance writes an instance in detail: state with reason, where it
+// runs, on which runtime, its GPUs, volume and history.
+func (a *app) printInstance(cmd *cobra.Command, in apiv1.Instance) error {
+	w := out(cmd)
+	p := newPairs(w)
+	p.pair("ID", in.ID)
+	p.pair("Name", orDash(in.Name))
+	state := in.State
+	if in.StateReason != "" {
+		state += " (" + in.StateReason + ")"
+	}
+	p.pair("State", state)
+	p.pair("Image", in.Image)
+	p.pair("GPUs", gpuSummary(in))
+	for _, g := range in.GPUs {
+		p.pair("", g)
+	}
+	p.pair("Zone", orDash(in.Zone))
+	host := orDash(in.HostID)
+	if in.HostName != "" {
+		host = in.HostName + " (" + in.HostID + ")"
+	}
+	p.pair("Host", host)
+	p.pair("Runtime", runtimeLabel(in.Runtime))
+	p.pair("Plan", orDash(in.Plan))
+	p.pair("CPU", formatMilliCPU(in.CPUMilli))
+	p.pair("Memory", formatMiB(in.MemoryMiB))
+	if in.Volume != nil {
+		p.pair("Volume", fmt.Sprintf("%s, %d GiB, mounted at %s", in.Volume.ID, in.Volume.SizeGiB, in.Volume.MountPath))
+	} else {
+		p.pair("Volume", "-")
+	}
+	p.pair("Created", formatTime(in.CreatedAt, a.env.Location))
+	p.pair("Updated", formatTime(in.UpdatedAt, a.env.Location))
+	if err := p.flush(); err != nil {
+		return err
+	}
+	if in.Runtime == "process" {
+		fmt.Fprintln(w, "\nWARNING: this instance runs on the demo-only \"process\" runtime: no container,\n"+
+			"no isolation from the host or other tenants, no GPU pinning. Never use it for real workloads.")
+	}
+	if len(in.Events) > 0 {
+		fmt.Fprintln(w, "\nEvents:")
+		t := newTable(w, "  TIME", "KIND", "MESSAGE")
+		for _, e := range in.Events {
+			t.row("  "+formatTime(e.At, a.env.Location), e.Kind, e.Message)
+		}
+		return t.flush()
+	}
+	return nil
+}
+
+// formatMilliCPU renders CPU millicores as cores: 16000 → "16 cores",
+// 1500 → "1.5 cores".
+func formatMilliCPU(m int64) string {
+	if m <= 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%d.%03d", m/1000, m%1000)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + " cores"
+}
+
+// formatMiB renders MiB as GiB when whole, else MiB.
+func formatMiB(m int64) string {
+	switch {
+	case m <= 0:
+		return "-"
+	case m%1024 == 0:
+		return fmt.Sprintf("%d GiB", m/1024)
+	default:
+		return fmt.Sprintf("%d MiB", m)
+	}
+}
+
+// instanceAction is stop, start or rm: one API call per id, then an
+// optional wait for the state it leads to.
+type instanceAction struct {
+	use, short, done string
+	call             func(c *client.Client, ctx context.Context, id string) (apiv1.Instance, error)
+	until            func(apiv1.Instance) (bool, error)
+	waitWhat         string
+}
+
+func (a *app) stopCmd() *cobra.Command {
+	return a.actionCmd(instanceAction{
+		use: "stop ID...", short: "Stop instances (their volumes are kept)", done: "stopped",
+		call: (*client.Client).StopInstance, until: untilStopped, waitWhat: "stopped",
+	})
+}
+
+func (a *app) startCmd() *cobra.Command {
+	return a.actionCmd(instanceAction{
+		use: "start ID...", short: "Start stopped instances", done: "started",
+		call: (*client.Client).StartInstance, until: untilRunning, waitWhat: "running",
+	})
+}
+
+func (a *app) rmCmd() *cobra.Command {
+	return a.actionCmd(instanceAction{
+		use: "rm ID...", short: "Delete instances and their volumes", done: "deleted",
+		call: (*client.Client).DeleteInstance, until: untilDeleted, waitWhat: "deleted",
+	})
+}
+
+func (a *app) actionCmd(act instanceAction) *cobra.Command {
+	var cn conn
+	var wf waitFlags
+	cmd := &cobra.Command{
+		Use:   act.use,
+		Short: act.short,
+		Args:  argsError(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			// Ask for every instance first, so that they all progress on
+			// the server at once, then wait for each.
+			results := make(map[string]apiv1.Instance, len(ids))
+			err = a.each(cmd, ids, "instances", act.done, func(id string) error {
+				inst, err := act.call(c, cmd.Context(), id)
+				if err == nil {
+					results[id] = inst
+				}
+				return err
+			})
+			if wf.wait {
+				ctx, cancel := context.WithTimeout(cmd.Context(), wf.timeout)
+				defer cancel()
+				waited := make([]string, 0, len(results))
+				for _, id := range ids {
+					if _, ok := results[id]; ok {
+						waited = append(waited, id)
+					}
+				}
+				waitErr := a.each(cmd, waited, "instances", act.waitWhat, func(id string) error {
+					inst, err := a.poll(ctx, cmd, c, id, wf.timeout, act.until)
+					results[id] = inst
+					return err
+				})
+				err = errors.Join(err, waitErr)
+			}
+			if asJSON {
+				for _, id := range ids {
+					if inst, ok := results[id]; ok {
+						if werr := writeJSON(out(cmd), inst); werr != nil {
+							return werr
+						}
+					}
+				}
+				return err
+			}
+			if len(results) > 0 {
+				t := newTable(out(cmd), "ID", "NAME", "STATE")
+				for _, id := range ids {
+					if inst, ok := results[id]; ok {
+						t.row(firstNonEmpty(inst.ID, id), orDash(inst.Name), orDash(inst.State))
+					}
+				}
+				if ferr := t.flush(); ferr != nil {
+					return ferr
+				}
+			}
+			return err
+		},
+	}
+	cn.addFlags(cmd, true)
+	wf.add(cmd, act.waitWhat)
+	return cmd
+}
+
+// each runs fn for every id. With one id its error is returned as is; with
+// several, each failure is reported on stderr, the others still run, and a
+// summary error carrying the first failure's code is returned.
+func (a *app) each(cmd *cobra.Command, ids []string, noun, done string, fn func(id string) error) error {
+	if len(ids) == 1 {
+		return fn(ids[0])
+	}
+	var first error
+	failed := 0
+	for _, id := range ids {
+		if err := fn(id); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "error: %s: %s\n", id, errorText(err))
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return gpurent.Errorf(gpurent.ErrorCode(first), "%d of %d %s could not be %s", failed, len(ids), noun, done)
+}
+
+// waitFor polls instance id until until says it is done, for at most timeout.
+func (a *app) waitFor(cmd *cobra.Command, c *client.Client, id string, timeout time.Duration,
+	until func(apiv1.Instance) (bool, error)) (apiv1.Instance, error) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
+	return a.poll(ctx, cmd, c, id, timeout, until)
+}
+
+// poll is waitFor under a context that carries the deadline. A network
+// error or an unavailable server is retried until the deadline; progress
+// goes to stderr.
+func (a *app) poll(ctx context.Context, cmd *cobra.Command, c *client.Client, id string, timeout time.Duration,
+	until func(apiv1.Instance) (bool, error)) (apiv1.Instance, error) {
+	var last apiv1.Instance
+	lastState := ""
+	reported := false
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := cmd.Context().Err(); err != nil {
+				return last, err
+			}
+			now := lastState
+			if now == "" {
+				now = "unknown"
+			}
+			return last, gpurent.Errorf(gpurent.CodeUnavailable,
+				"gave up waiting for instance %s after %s (state: %s); it may still get there: check with `gpurent show %s`",
+				id, timeout, now, id)
+		case <-timer.C:
+		}
+		inst, err := c.GetInstance(ctx, id)
+		var netErr *client.NetworkError
+		switch {
+		case err == nil:
+			last = inst
+			if inst.State != lastState {
+				lastState = inst.State
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", id, inst.State)
+			}
+			done, derr := until(inst)
+			if derr != nil || done {
+				return inst, derr
+			}
+		case gpurent.IsCode(err, gpurent.CodeNotFound):
+			// Only rm waits for an instance to vanish; it may be purged.
+			done, derr := until(apiv1.Instance{ID: id, State: string(gpurent.StateDeleted)})
+			if done {
+				last.ID, last.State = id, string(gpurent.StateDeleted)
+				return last, derr
+			}
+			return last, err
+		case errors.As(err, &netErr) || gpurent.IsCode(err, gpurent.CodeUnavailable):
+			if !reported {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s; still trying\n", errorText(err))
+				reported = true
+			}
+		case ctx.Err() != nil:
+			// The deadline passed during the call; the loop reports it.
+		default:
+			return last, err
+		}
+		timer.Reset(a.env.PollInterval)
+	}
+}
+
+func untilRunning(in apiv1.Instance) (bool, error) {
+	switch gpurent.InstanceState(in.State) {
+	case gpurent.StateRunning:
+		return true, nil
+	case gpurent.StateFailed, gpurent.StateStopped, gpurent.StateDeleting, gpurent.StateDeleted:
+		return true, failedState(in, gpurent.StateRunning)
+	}
+	return false, nil
+}
+
+func untilStopped(in apiv1.Instance) (bool, error) {
+	switch gpurent.InstanceState(in.State) {
+	case gpurent.StateStopped:
+		return true, nil
+	case gpurent.StateFailed, gpurent.StateDeleting, gpurent.StateDeleted:
+		return true, failedState(in, gpurent.StateStopped)
+	}
+	return false, nil
+}
+
+func untilDeleted(in apiv1.Instance) (bool, error) {
+	return gpurent.InstanceState(in.State) == gpurent.StateDeleted, nil
+}
+
+func failedState(in apiv1.Instance, want gpurent.InstanceState) error {
+	msg := fmt.Sprintf("instance %s is %s, not %s", in.ID, in.State, want)
+	if in.StateReason != "" {
+		msg += ": " + in.StateReason
+	}
+	return gpurent.Errorf(gpurent.CodeConflict, "%s", msg)
+}

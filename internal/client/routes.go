@@ -1,0 +1,163 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/apiv1"
+)
+
+// CreatedToken is the answer of POST /api/v1/tokens. Token is the secret,
+// shown this once.
+type CreatedToken struct {
+	Token string `json:"token"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+}
+
+// Register creates a customer account.
+func (c *Client) Register(ctx context.Context, req apiv1.RegisterRequest) (apiv1.Account, error) {
+	var out apiv1.Account
+	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/auth/register", body: req}, &out)
+	return out, err
+}
+
+// Login trades an email and password for a session token.
+func (c *Client) Login(ctx context.Context, req apiv1.LoginRequest) (apiv1.LoginResponse, error) {
+	var out apiv1.LoginResponse
+	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/auth/login", body: req}, &out)
+	return out, err
+}
+
+// Logout revokes the client's token.
+func (c *Client) Logout(ctx context.Context) error {
+	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/auth/logout"}, nil)
+}
+
+// Me returns the caller's account.
+func (c *Client) Me(ctx context.Context) (apiv1.Account, error) {
+	var out apiv1.Account
+	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/me"}, &out)
+	return out, err
+}
+
+// CreateToken makes a named API token for scripts.
+func (c *Client) CreateToken(ctx context.Context, name string) (CreatedToken, error) {
+	var out CreatedToken
+	body := struct {
+		Name string `json:"name"`
+	}{name}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/tokens", body: body}, &out)
+	return out, err
+}
+
+// GPUTypes lists every GPU type with its spec, prices and availability now.
+func (c *Client) GPUTypes(ctx context.Context) (apiv1.GPUTypeList, error) {
+	var out apiv1.GPUTypeList
+	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/gpu-types"}, &out)
+	return out, err
+}
+
+// Zones lists the datacentre sites.
+func (c *Client) Zones(ctx context.Context) (apiv1.ZoneList, error) {
+	var out apiv1.ZoneList
+	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/zones"}, &out)
+	return out, err
+}
+
+// CreateInstance rents GPUs. The request always carries an Idempotency-Key:
+// idempotencyKey, or a random one when it is empty. On a network error the
+// request is sent once more with the same key, so the server creates at most
+// one instance; a replay is answered 200 with the instance first created.
+func (c *Client) CreateInstance(ctx context.Context, req apiv1.CreateInstanceRequest, idempotencyKey string) (apiv1.Instance, error) {
+	if idempotencyKey == "" {
+		idempotencyKey = NewIdempotencyKey()
+	}
+	r := request{
+		method: http.MethodPost,
+		path:   "/api/v1/instances",
+		body:   req,
+		header: http.Header{IdempotencyHeader: {idempotencyKey}},
+		want:   []int{http.StatusCreated, http.StatusOK},
+	}
+	var out apiv1.Instance
+	err := c.do(ctx, r, &out)
+	var netErr *NetworkError
+	if errors.As(err, &netErr) && ctx.Err() == nil {
+		out = apiv1.Instance{}
+		err = c.do(ctx, r, &out)
+	}
+	return out, err
+}
+
+// ListInstances lists the caller's instances; all includes deleted ones.
+func (c *Client) ListInstances(ctx context.Context, all bool) (apiv1.InstanceList, error) {
+	path := "/api/v1/instances"
+	if all {
+		path += "?all=true"
+	}
+	var out apiv1.InstanceList
+	err := c.do(ctx, request{method: http.MethodGet, path: path}, &out)
+	return out, err
+}
+
+// GetInstance returns one instance with its events.
+func (c *Client) GetInstance(ctx context.Context, id string) (apiv1.Instance, error) {
+	return c.instance(ctx, http.MethodGet, id, "", nil)
+}
+
+// StopInstance asks for an instance to be stopped; its volume is kept.
+func (c *Client) StopInstance(ctx context.Context, id string) (apiv1.Instance, error) {
+	return c.instance(ctx, http.MethodPost, id, "/stop", nil)
+}
+
+// StartInstance asks for a stopped instance to be started again.
+func (c *Client) StartInstance(ctx context.Context, id string) (apiv1.Instance, error) {
+	return c.instance(ctx, http.MethodPost, id, "/start", nil)
+}
+
+// DeleteInstance asks for an instance and its volume to be deleted. The
+// server accepts the request (202) and deletes in the background.
+func (c *Client) DeleteInstance(ctx context.Context, id string) (apiv1.Instance, error) {
+	return c.instance(ctx, http.MethodDelete, id, "", []int{http.StatusAccepted, http.StatusOK})
+}
+
+func (c *Client) instance(ctx context.Context, method, id, action string, want []int) (apiv1.Instance, error) {
+	var out apiv1.Instance
+	if id == "" {
+		return out, gpurent.Errorf(gpurent.CodeInvalid, "an instance id is required")
+	}
+	path := "/api/v1/instances/" + url.PathEscape(id) + action
+	err := c.do(ctx, request{method: method, path: path, want: want}, &out)
+	return out, err
+}
+
+// Hosts lists the GPU hosts (operators only).
+func (c *Client) Hosts(ctx context.Context) (apiv1.HostList, error) {
+	var out apiv1.HostList
+	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/hosts"}, &out)
+	return out, err
+}
+
+// CordonHost stops new placements on a host; running instances stay.
+func (c *Client) CordonHost(ctx context.Context, id string) (apiv1.Host, error) {
+	return c.hostAction(ctx, id, "/cordon")
+}
+
+// UncordonHost lets a cordoned host take new placements again.
+func (c *Client) UncordonHost(ctx context.Context, id string) (apiv1.Host, error) {
+	return c.hostAction(ctx, id, "/uncordon")
+}
+
+func (c *Client) hostAction(ctx context.Context, id, action string) (apiv1.Host, error) {
+	var out apiv1.Host
+	if id == "" {
+		return out, gpurent.Errorf(gpurent.CodeInvalid, "a host id is required")
+	}
+	path := "/api/v1/hosts/" + url.PathEscape(id) + action
+	err := c.do(ctx, request{method: http.MethodPost, path: path}, &out)
+	return out, err
+}

@@ -1,0 +1,169 @@
+package rental
+
+import (
+	"context"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
+)
+
+// recheckInterval is how often a long poll re-reads the host's generation
+// when other control-plane replicas may change it (PostgreSQL).
+const recheckInterval = time.Second
+
+// Desired returns the host's desired state, waiting up to PollWait for its
+// generation to pass after. A negative after answers at once.
+func (s *Service) Desired(ctx context.Context, hostID string, after int64) (*agentproto.Desired, error) {
+	deadline := time.NewTimer(s.cfg.PollWait)
+	defer deadline.Stop()
+	var recheck <-chan time.Time
+	if s.store.Backend() != "sqlite" { // SQLite has one writer: this process
+		t := time.NewTicker(recheckInterval)
+		defer t.Stop()
+		recheck = t.C
+	}
+	for {
+		wake := s.hub.wait(hostID) // before the read, so no change is missed
+		h, err := s.store.HostByID(ctx, hostID)
+		if err != nil {
+			return nil, err
+		}
+		if h.Generation > after {
+			return s.desired(ctx, h)
+		}
+		select {
+		case <-wake:
+		case <-recheck:
+		case <-deadline.C:
+			return s.desired(ctx, h)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// desired lists what the host should hold now.
+func (s *Service) desired(ctx context.Context, h *gpurent.Host) (*agentproto.Desired, error) {
+	list, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{HostID: h.ID, ActiveOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	d := &agentproto.Desired{HostID: h.ID, Generation: h.Generation, Instances: []agentproto.DesiredInstance{}}
+	for _, in := range list {
+		di := agentproto.DesiredInstance{
+			InstanceID: in.ID, AllocationID: in.AllocationID, Image: in.Image,
+			GPUUUIDs: in.GPUIDs, CPUMilli: in.CPUMilli, MemoryMiB: in.MemoryMiB,
+		}
+		if di.GPUUUIDs == nil {
+			di.GPUUUIDs = []string{}
+		}
+		switch in.State {
+		case gpurent.StateProvisioning, gpurent.StateRunning:
+			di.State = agentproto.StateRunning
+			if in.AllocationID == "" {
+				di.State = agentproto.StateStopped
+			}
+		case gpurent.StateStopping, gpurent.StateStopped, gpurent.StateFailed:
+			di.State = agentproto.StateStopped
+		case gpurent.StateDeleting:
+			di.State = agentproto.StateAbsent
+		default:
+			continue
+		}
+		if in.VolumeID != "" {
+			v, err := s.store.VolumeByID(ctx, in.VolumeID)
+			if err != nil {
+				return nil, err
+			}
+			di.VolumeName, di.VolumeGiB = v.Name, v.SizeGiB
+		}
+		d.Instances = append(d.Instances, di)
+	}
+	return d, nil
+}
+
+// ApplyReport moves instances along their lifecycle from an agent's report:
+// provisioning → running when the container of the current allocation runs;
+// → failed when it cannot; stopping → stopped (GPUs released on the hourly
+// plan) once it stopped; deleting → deleted once container and volume are gone.
+func (s *Service) ApplyReport(ctx context.Context, host *gpurent.Host, rep agentproto.Report) (agentproto.ReportResponse, error) {
+	actual := make(map[string]agentproto.ActualInstance, len(rep.Instances))
+	for _, a := range rep.Instances {
+		actual[a.InstanceID] = a
+	}
+	list, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{HostID: host.ID, ActiveOnly: true})
+	if err != nil {
+		return agentproto.ReportResponse{}, err
+	}
+	for _, in := range list {
+		a, ok := actual[in.ID]
+		if !ok {
+			a = agentproto.ActualInstance{InstanceID: in.ID, State: agentproto.StateAbsent}
+		}
+		if !needsChange(&in, a) {
+			continue
+		}
+		if _, err := s.apply(ctx, nil, in.ID, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
+			return s.transition(ctx, q, in, a, host, now)
+		}); err != nil {
+			return agentproto.ReportResponse{}, err
+		}
+	}
+	h, err := s.store.HostByID(ctx, host.ID)
+	if err != nil {
+		return agentproto.ReportResponse{}, err
+	}
+	return agentproto.ReportResponse{Generation: h.Generation}, nil
+}
+
+// needsChange is a cheap first look, outside any transaction.
+func needsChange(in *gpurent.Instance, a agentproto.ActualInstance) bool {
+	switch in.State {
+	case gpurent.StateProvisioning, gpurent.StateRunning:
+		return a.AllocationID == in.AllocationID && in.AllocationID != "" &&
+			(a.State == agentproto.StateFailed || a.State == agentproto.StateRunning && in.State == gpurent.StateProvisioning)
+	case gpurent.StateStopping:
+		return a.State == agentproto.StateStopped || a.State == agentproto.StateAbsent
+	case gpurent.StateDeleting:
+		return a.State == agentproto.StateAbsent
+	}
+	return false
+}
+
+// transition applies one report entry to the current instance.
+func (s *Service) transition(ctx context.Context, q gpurent.Queries, in *gpurent.Instance, a agentproto.ActualInstance, host *gpurent.Host, now time.Time) (*gpurent.Event, error) {
+	if !needsChange(in, a) { // re-checked on the fresh row
+		return nil, nil
+	}
+	switch in.State {
+	case gpurent.StateProvisioning, gpurent.StateRunning:
+		if a.State == agentproto.StateRunning {
+			in.State, in.StateReason = gpurent.StateRunning, ""
+			return newEvent(in.ID, now, "running", "running on host %s (%s runtime)", host.Name, host.Runtime), nil
+		}
+		if err := endAllocation(ctx, q, in, now, "failed"); err != nil {
+			return nil, err
+		}
+		in.State, in.StateReason = gpurent.StateFailed, a.Message
+		return newEvent(in.ID, now, "failed", "failed on host %s: %s; GPUs released, volume kept", host.Name, a.Message), nil
+	case gpurent.StateStopping:
+		if in.Plan == gpurent.PlanHourly {
+			if err := endAllocation(ctx, q, in, now, "stop"); err != nil {
+				return nil, err
+			}
+		}
+		in.State, in.StateReason = gpurent.StateStopped, ""
+		msg := "stopped; GPUs released, volume kept"
+		if in.AllocationID != "" {
+			msg = "stopped; GPUs stay reserved for the " + string(in.Plan) + " package, volume kept"
+		}
+		return newEvent(in.ID, now, "stopped", "%s", msg), nil
+	case gpurent.StateDeleting:
+		if err := finishDelete(ctx, q, in, now); err != nil {
+			return nil, err
+		}
+		return newEvent(in.ID, now, "deleted", "container and volume removed"), nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,151 @@
+package rental_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/store/storetest"
+)
+
+// bound is how long a test waits for something that should happen at
+// once. It is a guard against hanging, not a timing assertion.
+const bound = 30 * time.Second
+
+type polled struct {
+	d   *agentproto.Desired
+	err error
+}
+
+// poll runs Desired in a goroutine and returns the channel its answer
+// arrives on.
+func (e *env) poll(ctx context.Context, hostID string, after int64) <-chan polled {
+	ch := make(chan polled, 1)
+	go func() {
+		d, err := e.rent.Desired(ctx, hostID, after)
+		ch <- polled{d, err}
+	}()
+	return ch
+}
+
+func wait(t *testing.T, ch <-chan polled, what string) polled {
+	t.Helper()
+	select {
+	case p := <-ch:
+		return p
+	case <-time.After(bound):
+		t.Fatalf("%s: Desired did not answer within %s", what, bound)
+		return polled{}
+	}
+}
+
+// TestDesiredAtOnce: a poll for a generation the host has passed answers at
+// once (the long wait is an hour here).
+func TestDesiredAtOnce(t *testing.T) {
+	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: time.Hour})
+	h := e.register("node-1", zoneA, h100, 8)
+	in := e.mustRent(e.alice, req(h100, 1)).Instance
+	gen := e.host(h.ID).Generation
+
+	for _, after := range []int64{-1, 0, gen - 1} {
+		p := wait(t, e.poll(e.ctx, h.ID, after), "poll behind the host")
+		if p.err != nil {
+			t.Fatal(p.err)
+		}
+		if p.d.Generation != gen || p.d.HostID != h.ID {
+			t.Errorf("after=%d: generation %d of %s, want %d of %s", after, p.d.Generation, p.d.HostID, gen, h.ID)
+		}
+		desiredOf(t, p.d, in.ID)
+	}
+	_, err := e.rent.Desired(e.ctx, "host-unknown", -1)
+	wantCode(t, err, gpurent.CodeNotFound, "desired of an unknown host")
+}
+
+// TestDesiredWakes: a poll waiting at the host's generation answers when the
+// host's desired state changes.
+func TestDesiredWakes(t *testing.T) {
+	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: time.Hour})
+	h := e.register("node-1", zoneA, h100, 8)
+	other := e.register("node-2", zoneB, h100, 8)
+	gen := e.host(h.ID).Generation
+
+	ch := e.poll(e.ctx, h.ID, gen)
+	// A change on another host does not answer this poll.
+	r := req(h100, 1)
+	r.ZoneID = zoneB
+	if d := e.mustRent(e.alice, r); d.Instance.HostID != other.ID {
+		t.Fatalf("placed on %s, want %s", d.Instance.HostID, other.ID)
+	}
+	select {
+	case p := <-ch:
+		t.Fatalf("poll at generation %d answered with no change on its host: %+v, %v", gen, p.d, p.err)
+	default:
+	}
+
+	r.ZoneID = zoneA
+	in := e.mustRent(e.alice, r).Instance
+	p := wait(t, ch, "poll after a rent on its host")
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if p.d.Generation <= gen {
+		t.Errorf("woken poll answered generation %d, want past %d", p.d.Generation, gen)
+	}
+	if di := desiredOf(t, p.d, in.ID); di.State != agentproto.StateRunning {
+		t.Errorf("desired %+v, want running", di)
+	}
+
+	// A stop wakes the next poll too, and the answer carries it.
+	gen = p.d.Generation
+	ch = e.poll(e.ctx, h.ID, gen)
+	if _, err := e.rent.Stop(e.ctx, e.alice, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	p = wait(t, ch, "poll after a stop")
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if di := desiredOf(t, p.d, in.ID); p.d.Generation <= gen || di.State != agentproto.StateStopped {
+		t.Errorf("after stop: generation %d (was %d), desired %+v", p.d.Generation, gen, di)
+	}
+}
+
+// TestDesiredPollWait: with nothing changing, a poll answers after PollWait
+// with the current state.
+func TestDesiredPollWait(t *testing.T) {
+	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: 20 * time.Millisecond})
+	h := e.register("node-1", zoneA, h100, 8)
+	in := e.mustRent(e.alice, req(h100, 1)).Instance
+	gen := e.host(h.ID).Generation
+
+	p := wait(t, e.poll(e.ctx, h.ID, gen), "poll with nothing to wait for")
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if p.d.Generation != gen {
+		t.Errorf("quiet poll answered generation %d, want %d", p.d.Generation, gen)
+	}
+	desiredOf(t, p.d, in.ID)
+	// A poll ahead of the host (say, after a control-plane restore) also
+	// answers with the current state.
+	p = wait(t, e.poll(e.ctx, h.ID, gen+100), "poll ahead of the host")
+	if p.err != nil || p.d.Generation != gen {
+		t.Errorf("poll ahead: %+v, %v; want generation %d", p.d, p.err, gen)
+	}
+}
+
+// TestDesiredCancel: a poll ends when its caller goes away.
+func TestDesiredCancel(t *testing.T) {
+	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: time.Hour})
+	h := e.register("node-1", zoneA, h100, 8)
+	ctx, cancel := context.WithCancel(e.ctx)
+	ch := e.poll(ctx, h.ID, e.host(h.ID).Generation)
+	cancel()
+	p := wait(t, ch, "cancelled poll")
+	if !errors.Is(p.err, context.Canceled) {
+		t.Errorf("cancelled poll: %+v, %v; want context.Canceled", p.d, p.err)
+	}
+}

@@ -1,0 +1,211 @@
+package rental
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/sched"
+)
+
+// snapshotCache keeps the fleet as the scheduler sees it, so that a rent
+// decision costs one pure placement in memory and one claim in the database
+// instead of a read of the whole fleet. It is an optimisation only: the
+// claim's constraint decides, and a refused claim drops the snapshot.
+type snapshotCache struct {
+	store       gpurent.Store
+	now         func() time.Time
+	hostTimeout time.Duration
+	maxAge      time.Duration
+
+	mu    sync.Mutex
+	hosts []sched.Host // nil: not loaded
+	byID  map[string]int
+	info  map[string]*gpurent.Host // host records without GPUs, for answers
+	types map[string]gpurent.GPUType
+	// ready and lastSeen, per host in hosts' order, let plan judge each
+	// host's liveness at the moment of placement, not of the load.
+	ready    []bool
+	lastSeen []time.Time
+	loadedAt time.Time
+	gen      uint64 // bumped by every load
+	// pending are placements whose claim is in flight. A reload reads the
+	// database, which does not show them yet, so they are applied again on
+	// top: otherwise every reload under load would hand the same GPUs out
+	// twice and turn into a cascade of lost claims and reloads.
+	pending map[*reservation]struct{}
+}
+
+// reservation is a placement held in the snapshot until its claim ends.
+type reservation struct {
+	c        *snapshotCache
+	gen      uint64
+	hostID   string
+	gpuIDs   []string
+	cpu, mem int64
+}
+
+func newSnapshotCache(store gpurent.Store, now func() time.Time, hostTimeout, maxAge time.Duration) *snapshotCache {
+	return &snapshotCache{store: store, now: now, hostTimeout: hostTimeout, maxAge: maxAge,
+		pending: map[*reservation]struct{}{}}
+}
+
+func (c *snapshotCache) invalidate() {
+	c.mu.Lock()
+	c.hosts = nil
+	c.mu.Unlock()
+}
+
+// load reads the fleet; c.mu is held.
+func (c *snapshotCache) load(ctx context.Context) error {
+	types, err := c.store.GPUTypes(ctx)
+	if err != nil {
+		return err
+	}
+	perGPU := make(map[string]gpurent.GPUType, len(types))
+	for _, t := range types {
+		perGPU[t.ID] = t
+	}
+	hosts, err := c.store.ListHosts(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	out := make([]sched.Host, 0, len(hosts))
+	byID := make(map[string]int, len(hosts))
+	info := make(map[string]*gpurent.Host, len(hosts))
+	ready := make([]bool, 0, len(hosts))
+	lastSeen := make([]time.Time, 0, len(hosts))
+	for _, h := range hosts {
+		sh := sched.Host{
+			ID:          h.ID,
+			ZoneID:      h.ZoneID,
+			Schedulable: hostSchedulable(&h, now, c.hostTimeout),
+			CPUFree:     h.CPUMilli,
+			MemFreeMiB:  h.MemoryMiB,
+			GPUs:        make([]sched.GPU, 0, len(h.GPUs)),
+		}
+		for _, g := range h.GPUs {
+			held := g.AllocationID != ""
+			if held {
+				t := perGPU[g.TypeID]
+				sh.CPUFree -= t.CPUMilliPerGPU
+				sh.MemFreeMiB -= t.MemoryMiBPerGPU
+			}
+			sh.GPUs = append(sh.GPUs, sched.GPU{
+				ID: g.ID, Index: g.Index, TypeID: g.TypeID, TopoGroup: g.TopoGroup,
+				NUMANode: g.NUMANode, Healthy: g.Health == gpurent.GPUHealthy, Free: !held,
+			})
+		}
+		byID[h.ID] = len(out)
+		out = append(out, sh)
+		ready = append(ready, h.State == gpurent.HostReady)
+		var seen time.Time
+		if h.LastSeenAt != nil {
+			seen = *h.LastSeenAt
+		}
+		lastSeen = append(lastSeen, seen)
+		h.GPUs = nil
+		info[h.ID] = &h
+	}
+	c.hosts, c.byID, c.info, c.types, c.loadedAt = out, byID, info, perGPU, now
+	c.ready, c.lastSeen = ready, lastSeen
+	c.gen++
+	for r := range c.pending {
+		c.take(r)
+		r.gen = c.gen
+	}
+	return nil
+}
+
+// take marks r's GPUs and resources used in the snapshot; c.mu is held.
+func (c *snapshotCache) take(r *reservation) { c.mark(r, false) }
+
+func (c *snapshotCache) mark(r *reservation, free bool) {
+	i, ok := c.byID[r.hostID]
+	if !ok {
+		return
+	}
+	h := &c.hosts[i]
+	sign := int64(-1)
+	if free {
+		sign = 1
+	}
+	h.CPUFree += sign * r.cpu
+	h.MemFreeMiB += sign * r.mem
+	for _, id := range r.gpuIDs {
+		for j := range h.GPUs {
+			if h.GPUs[j].ID == id {
+				h.GPUs[j].Free = free
+			}
+		}
+	}
+}
+
+// done ends a reservation. After a lost claim the caller also invalidates;
+// after any other failure the GPUs go back to the snapshot they came from.
+func (r *reservation) done(claimed bool) {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, r)
+	if !claimed && c.hosts != nil && c.gen == r.gen {
+		c.mark(r, true)
+	}
+}
+
+// gpuType returns a GPU type from the snapshot (as fresh as it is), read
+// from the store when the snapshot does not know it.
+func (c *snapshotCache) gpuType(ctx context.Context, id string) (*gpurent.GPUType, error) {
+	c.mu.Lock()
+	t, ok := c.types[id]
+	fresh := c.hosts != nil && c.now().Sub(c.loadedAt) <= c.maxAge
+	c.mu.Unlock()
+	if ok && fresh {
+		return &t, nil
+	}
+	return c.store.GPUType(ctx, id)
+}
+
+// host returns the cached record of a host (without GPUs), nil if unknown.
+func (c *snapshotCache) host(id string) *gpurent.Host {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.info[id]; ok {
+		cp := *h
+		return &cp
+	}
+	return nil
+}
+
+// hostSchedulable says whether a host takes new placements: ready, and its
+// agent heard from recently.
+func hostSchedulable(h *gpurent.Host, now time.Time, timeout time.Duration) bool {
+	return h.State == gpurent.HostReady && h.LastSeenAt != nil && now.Sub(*h.LastSeenAt) <= timeout
+}
+
+// plan places req and reserves the GPUs in the snapshot until the caller
+// ends the reservation with the claim's outcome.
+func (c *snapshotCache) plan(ctx context.Context, req sched.Request) (sched.Placement, *reservation, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hosts == nil || c.now().Sub(c.loadedAt) > c.maxAge {
+		if err := c.load(ctx); err != nil {
+			return sched.Placement{}, nil, err
+		}
+	}
+	now := c.now()
+	for i := range c.hosts {
+		c.hosts[i].Schedulable = c.ready[i] && !c.lastSeen[i].IsZero() && now.Sub(c.lastSeen[i]) <= c.hostTimeout
+	}
+	p, err := sched.Place(req, c.hosts)
+	if err != nil {
+		// The scheduler's messages are written for the customer.
+		return sched.Placement{}, nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "%s", err.Error())
+	}
+	r := &reservation{c: c, gen: c.gen, hostID: p.HostID, gpuIDs: p.GPUIDs, cpu: req.CPUMilli, mem: req.MemoryMiB}
+	c.take(r)
+	c.pending[r] = struct{}{}
+	return p, r, nil
+}

@@ -1,0 +1,81 @@
+package sqlstore
+
+import "time"
+
+// ErrorKind is what a driver error means to the store, as a dialect
+// classifies it from the driver's error codes (never from message text).
+type ErrorKind int
+
+// Error kinds.
+const (
+	// ErrOther is any error the dialect does not recognise.
+	ErrOther ErrorKind = iota
+	// ErrUnique is a unique or primary-key violation.
+	ErrUnique
+	// ErrForeignKey is a foreign-key violation: a row refers to a missing one.
+	ErrForeignKey
+	// ErrConstraint is another integrity violation (NOT NULL, CHECK).
+	ErrConstraint
+	// ErrRetry is a serialisation failure or deadlock: the same work may
+	// succeed when tried again.
+	ErrRetry
+	// ErrBusy is a database that stayed locked past its busy timeout.
+	ErrBusy
+)
+
+// Dialect is what differs between the SQL backends. Everything else — every
+// statement, every scan — is shared.
+type Dialect struct {
+	// Name is what Store.Backend answers: "sqlite" or "postgres".
+	Name string
+	// NumberedPlaceholders rewrites the '?' placeholders the shared SQL is
+	// written with into $1, $2, ... (PostgreSQL).
+	NumberedPlaceholders bool
+	// Classify tells what a driver error means.
+	Classify func(err error) ErrorKind
+	// EncodeTime turns a UTC time, already truncated to microseconds, into
+	// the value bound for a time column.
+	EncodeTime func(t time.Time) any
+	// MigrationLock is a statement run first in the migration transaction
+	// so that concurrent Opens apply migrations one at a time; "" when the
+	// transaction itself already excludes other writers (SQLite's BEGIN
+	// IMMEDIATE).
+	MigrationLock string
+}
+
+// rebind rewrites '?' placeholders for dialects that number them. The shared
+// SQL never holds a '?' inside a string literal, so a plain scan is exact.
+func (d *Dialect) rebind(query string) string {
+	if !d.NumberedPlaceholders {
+		return query
+	}
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+		}
+	}
+	if n == 0 {
+		return query
+	}
+	b := make([]byte, 0, len(query)+n*3)
+	k := 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		if c != '?' {
+			b = append(b, c)
+			continue
+		}
+		k++
+		b = append(b, '$')
+		b = appendInt(b, k)
+	}
+	return string(b)
+}
+
+func appendInt(b []byte, n int) []byte {
+	if n >= 10 {
+		b = appendInt(b, n/10)
+	}
+	return append(b, byte('0'+n%10))
+}

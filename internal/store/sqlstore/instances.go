@@ -1,0 +1,217 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/gpurent/gpurent"
+)
+
+const instanceCols = `id, account_id, name, image, type_id, gpu_count, zone_id, host_id, state, state_reason,
+plan, cpu_milli, memory_mib, volume_id, idempotency_key, request_hash, version, created_at, updated_at`
+
+func scanInstance(r rowScanner) (*gpurent.Instance, error) {
+	var in gpurent.Instance
+	var state, plan string
+	err := r.Scan(&in.ID, &in.AccountID, &in.Name, &in.Image, &in.TypeID, &in.GPUCount, &in.ZoneID, &in.HostID,
+		&state, &in.StateReason, &plan, &in.CPUMilli, &in.MemoryMiB, &in.VolumeID, &in.IdempotencyKey,
+		&in.RequestHash, &in.Version, timeCol{&in.CreatedAt}, timeCol{&in.UpdatedAt})
+	in.State = gpurent.InstanceState(state)
+	in.Plan = gpurent.Plan(plan)
+	return &in, err
+}
+
+// CreateInstance inserts in. (AccountID, IdempotencyKey) must be unused when
+// the key is set. An empty ID gets a new one, a zero CreatedAt now, a zero
+// UpdatedAt CreatedAt, a Version below 1 the value 1; in is updated to what
+// was stored. The derived allocation fields are not written.
+func (s *Store) CreateInstance(ctx context.Context, in *gpurent.Instance) error {
+	if in.AccountID == "" {
+		return gpurent.Errorf(gpurent.CodeInvalid, "instance account is required")
+	}
+	if in.ID == "" {
+		in.ID = gpurent.NewID(gpurent.PrefixInstance)
+	}
+	in.CreatedAt = nowOr(in.CreatedAt)
+	if in.UpdatedAt.IsZero() {
+		in.UpdatedAt = in.CreatedAt
+	}
+	in.UpdatedAt = normTime(in.UpdatedAt)
+	if in.Version < 1 {
+		in.Version = 1
+	}
+	n, err := s.execN(ctx, `INSERT INTO instances (`+instanceCols+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING`,
+		in.ID, in.AccountID, in.Name, in.Image, in.TypeID, in.GPUCount, in.ZoneID, in.HostID,
+		string(in.State), in.StateReason, string(in.Plan), in.CPUMilli, in.MemoryMiB, in.VolumeID,
+		in.IdempotencyKey, in.RequestHash, in.Version, s.ts(in.CreatedAt), s.ts(in.UpdatedAt))
+	if err != nil {
+		return s.dbErr(err, "create instance")
+	}
+	if n == 0 {
+		if in.IdempotencyKey != "" {
+			return gpurent.Errorf(gpurent.CodeConflict, "an instance with this idempotency key already exists")
+		}
+		return gpurent.Errorf(gpurent.CodeConflict, "instance %q already exists", in.ID)
+	}
+	return nil
+}
+
+// InstanceByID returns the instance with its open allocation's fields.
+func (s *Store) InstanceByID(ctx context.Context, id string) (*gpurent.Instance, error) {
+	return s.oneInstance(ctx, `WHERE id = ?`, []any{id}, notFound("instance", id))
+}
+
+// InstanceByIdempotencyKey returns the account's instance made with key.
+func (s *Store) InstanceByIdempotencyKey(ctx context.Context, accountID, key string) (*gpurent.Instance, error) {
+	if key == "" {
+		return nil, gpurent.Errorf(gpurent.CodeNotFound, "no instance with this idempotency key")
+	}
+	return s.oneInstance(ctx, `WHERE account_id = ? AND idempotency_key = ?`, []any{accountID, key},
+		gpurent.Errorf(gpurent.CodeNotFound, "no instance with this idempotency key"))
+}
+
+func (s *Store) oneInstance(ctx context.Context, where string, args []any, missing error) (*gpurent.Instance, error) {
+	in, err := scanInstance(s.queryRow(ctx, `SELECT `+instanceCols+` FROM instances `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, missing
+	}
+	if err != nil {
+		return nil, s.dbErr(err, "read instance")
+	}
+	list := []gpurent.Instance{*in}
+	if err := s.fillOpenAllocations(ctx, list, `instance_id = ?`, []any{in.ID}); err != nil {
+		return nil, err
+	}
+	return &list[0], nil
+}
+
+// ListInstances returns the instances f selects, by creation time then id,
+// each with its open allocation's fields: two queries whatever the count.
+// ActiveOnly leaves out deleted instances (deleting ones stay listed).
+func (s *Store) ListInstances(ctx context.Context, f gpurent.InstanceFilter) ([]gpurent.Instance, error) {
+	var conds []string
+	var args []any
+	if f.AccountID != "" {
+		conds = append(conds, "account_id = ?")
+		args = append(args, f.AccountID)
+	}
+	if f.HostID != "" {
+		conds = append(conds, "host_id = ?")
+		args = append(args, f.HostID)
+	}
+	if len(f.States) > 0 {
+		conds = append(conds, "state IN ("+placeholders(len(f.States))+")")
+		for _, st := range f.States {
+			args = append(args, string(st))
+		}
+	}
+	if f.ActiveOnly {
+		conds = append(conds, "state <> ?")
+		args = append(args, string(gpurent.StateDeleted))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	rows, err := s.query(ctx, `SELECT `+instanceCols+` FROM instances`+where+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, s.dbErr(err, "list instances")
+	}
+	var out []gpurent.Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			rows.Close()
+			return nil, s.dbErr(err, "list instances")
+		}
+		out = append(out, *in)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, "list instances")
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	sub := "TRUE"
+	if where != "" {
+		sub = "instance_id IN (SELECT id FROM instances" + where + ")"
+	}
+	if err := s.fillOpenAllocations(ctx, out, sub, args); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fillOpenAllocations sets AllocationID and GPUIDs (by GPU index) on list
+// from the open allocations the condition on allocations selects. Where an
+// instance has more than one open allocation (a migration holding its
+// target), the most recently started one is shown.
+func (s *Store) fillOpenAllocations(ctx context.Context, list []gpurent.Instance, cond string, args []any) error {
+	rows, err := s.query(ctx, `SELECT a.instance_id, a.id, ag.gpu_id
+FROM allocations a
+JOIN allocation_gpus ag ON ag.allocation_id = a.id
+JOIN gpus g ON g.id = ag.gpu_id
+WHERE a.ended_at IS NULL AND `+cond+`
+ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args...)
+	if err != nil {
+		return s.dbErr(err, "read instance allocations")
+	}
+	defer rows.Close()
+	byID := make(map[string]int, len(list))
+	for i := range list {
+		byID[list[i].ID] = i
+	}
+	for rows.Next() {
+		var instID, allocID, gpuID string
+		if err := rows.Scan(&instID, &allocID, &gpuID); err != nil {
+			return s.dbErr(err, "read instance allocations")
+		}
+		i, ok := byID[instID]
+		if !ok {
+			continue
+		}
+		in := &list[i]
+		if in.AllocationID == "" {
+			in.AllocationID = allocID
+		}
+		if in.AllocationID == allocID {
+			in.GPUIDs = append(in.GPUIDs, gpuID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.dbErr(err, "read instance allocations")
+	}
+	return nil
+}
+
+// UpdateInstance writes Name, HostID, State, StateReason, VolumeID and
+// UpdatedAt (now when zero) where the stored Version equals in.Version,
+// then bumps in.Version. A stale Version is a conflict.
+func (s *Store) UpdateInstance(ctx context.Context, in *gpurent.Instance) error {
+	updated := nowOr(in.UpdatedAt)
+	n, err := s.execN(ctx, `UPDATE instances SET name = ?, host_id = ?, state = ?, state_reason = ?, volume_id = ?,
+	updated_at = ?, version = version + 1
+WHERE id = ? AND version = ?`,
+		in.Name, in.HostID, string(in.State), in.StateReason, in.VolumeID, s.ts(updated), in.ID, in.Version)
+	if err != nil {
+		return s.dbErr(err, "update instance")
+	}
+	if n == 0 {
+		ok, err := s.exists(ctx, `SELECT 1 FROM instances WHERE id = ?`, in.ID)
+		if err != nil {
+			return s.dbErr(err, "update instance")
+		}
+		if !ok {
+			return notFound("instance", in.ID)
+		}
+		return gpurent.Errorf(gpurent.CodeConflict, "instance %q changed, retry", in.ID)
+	}
+	in.UpdatedAt = updated
+	in.Version++
+	return nil
+}

@@ -1,0 +1,359 @@
+// Package sqlstore implements gpurent.Store once, over database/sql, for
+// every SQL backend. A small Dialect holds what differs between SQLite and
+// PostgreSQL (placeholders, how driver errors are classified, how times are
+// bound, how migrations are serialised); the SQL itself is hand-written and
+// shared.
+//
+// The rules the contract promises are enforced by the database: uniqueness
+// by unique indexes (conflicting inserts use ON CONFLICT DO NOTHING, so a
+// conflict never aborts a surrounding PostgreSQL transaction), at most one
+// open allocation per GPU by a partial unique index, and optimistic
+// concurrency by conditional updates.
+//
+// Times are stored in UTC at microsecond precision (PostgreSQL's timestamptz
+// precision, used by both backends so they behave the same); every time
+// written is normalised that way and the caller's struct is updated to the
+// stored value, so what was written compares equal to what is read back.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpurent/gpurent"
+)
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Store is a gpurent.Store over database/sql. The value returned by New runs
+// each call on its own; the value handed to an InTx callback runs every call
+// inside that transaction.
+type Store struct {
+	d      *Dialect
+	read   *sql.DB // the pool reads use outside a transaction
+	write  *sql.DB // the pool writes and transactions use
+	tx     *sql.Tx // set inside InTx
+	closer func() error
+}
+
+var _ gpurent.Store = (*Store)(nil)
+
+// New makes a store. read serves reads made outside a transaction; write
+// serves every write and every transaction (for SQLite, a pool of exactly one
+// connection; for PostgreSQL, the same pool as read). closer, if not nil, is
+// what Close runs; otherwise Close closes both pools.
+func New(d Dialect, read, write *sql.DB, closer func() error) *Store {
+	if closer == nil {
+		closer = func() error {
+			err := write.Close()
+			if read != write {
+				err = errors.Join(err, read.Close())
+			}
+			return err
+		}
+	}
+	return &Store{d: &d, read: read, write: write, closer: closer}
+}
+
+// Backend names the database.
+func (s *Store) Backend() string { return s.d.Name }
+
+// Ping checks that both pools reach the database.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.write.PingContext(ctx); err != nil {
+		return gpurent.WrapError(gpurent.CodeUnavailable, err, "database unreachable")
+	}
+	if s.read != s.write {
+		if err := s.read.PingContext(ctx); err != nil {
+			return gpurent.WrapError(gpurent.CodeUnavailable, err, "database unreachable")
+		}
+	}
+	return nil
+}
+
+// Close closes the pools. A store handed to an InTx callback cannot be
+// closed.
+func (s *Store) Close() error {
+	if s.tx != nil {
+		return gpurent.Errorf(gpurent.CodeInternal, "close called inside a transaction")
+	}
+	return s.closer()
+}
+
+// InTx runs fn in one write transaction: fn's Queries see its own writes,
+// and an error or a panic from fn rolls everything back (the panic goes on
+// after the rollback). Called on the Queries of an enclosing InTx, it nests
+// as a savepoint. fn must make every call through the Queries it is given:
+// on SQLite a write through the outer store would wait for the one writer
+// connection this transaction holds.
+func (s *Store) InTx(ctx context.Context, fn func(q gpurent.Queries) error) error {
+	return s.atomic(ctx, func(st *Store) error { return fn(st) })
+}
+
+// atomic runs fn so that either all its writes stay or none do: in a new
+// transaction, or, inside one already, under a savepoint.
+func (s *Store) atomic(ctx context.Context, fn func(st *Store) error) (err error) {
+	if s.tx != nil {
+		return s.savepoint(ctx, fn)
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr(err, "begin transaction")
+	}
+	st := &Store{d: s.d, read: s.read, write: s.write, tx: tx, closer: s.closer}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// fn panicked (or runtime.Goexit ran): roll back and let it go on.
+		_ = tx.Rollback()
+	}()
+	if err := fn(st); err != nil {
+		done = true
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, rbErr)
+		}
+		return err
+	}
+	done = true
+	if err := tx.Commit(); err != nil {
+		return s.dbErr(err, "commit transaction")
+	}
+	return nil
+}
+
+const savepointName = "gpurent_sp"
+
+func (s *Store) savepoint(ctx context.Context, fn func(st *Store) error) (err error) {
+	if _, err := s.tx.ExecContext(ctx, "SAVEPOINT "+savepointName); err != nil {
+		return s.dbErr(err, "savepoint")
+	}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		_, _ = s.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+savepointName)
+		_, _ = s.tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT "+savepointName)
+	}()
+	if err := fn(s); err != nil {
+		done = true
+		// A failed rollback leaves the transaction unusable; its commit
+		// will fail, so nothing half-written can stay.
+		_, rbErr := s.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+savepointName)
+		if rbErr == nil {
+			_, rbErr = s.tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT "+savepointName)
+		}
+		if rbErr != nil {
+			return errors.Join(err, s.dbErr(rbErr, "roll back to savepoint"))
+		}
+		return err
+	}
+	done = true
+	if _, err := s.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepointName); err != nil {
+		return s.dbErr(err, "release savepoint")
+	}
+	return nil
+}
+
+// reader is where reads go: the transaction, or the read pool.
+func (s *Store) reader() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.read
+}
+
+// writer is where single-statement writes go: the transaction, or the
+// write pool.
+func (s *Store) writer() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.write
+}
+
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.writer().ExecContext(ctx, s.d.rebind(query), args...)
+}
+
+// execN runs a write and returns the number of rows it touched.
+func (s *Store) execN(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := s.exec(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.reader().QueryContext(ctx, s.d.rebind(query), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.reader().QueryRowContext(ctx, s.d.rebind(query), args...)
+}
+
+// writeRow runs a write that returns a row (RETURNING).
+func (s *Store) writeRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.writer().QueryRowContext(ctx, s.d.rebind(query), args...)
+}
+
+// exists reports whether query (SELECT 1 ...) finds a row.
+func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var one int
+	err := s.queryRow(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// dbErr turns a driver error into a gpurent error. An error that already is
+// one passes through.
+func (s *Store) dbErr(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	var ge *gpurent.Error
+	if errors.As(err, &ge) {
+		return err
+	}
+	switch s.d.Classify(err) {
+	case ErrUnique:
+		return gpurent.WrapError(gpurent.CodeConflict, err, "%s: already exists", op)
+	case ErrForeignKey:
+		return gpurent.WrapError(gpurent.CodeInvalid, err, "%s: refers to a record that does not exist", op)
+	case ErrConstraint:
+		return gpurent.WrapError(gpurent.CodeInvalid, err, "%s: invalid value", op)
+	case ErrRetry:
+		return gpurent.WrapError(gpurent.CodeConflict, err, "%s: concurrent change, retry", op)
+	case ErrBusy:
+		return gpurent.WrapError(gpurent.CodeUnavailable, err, "%s: database busy", op)
+	}
+	return gpurent.WrapError(gpurent.CodeInternal, err, "%s: database error", op)
+}
+
+// notFound is the error for a missing record.
+func notFound(what, id string) error {
+	return gpurent.Errorf(gpurent.CodeNotFound, "%s %q not found", what, id)
+}
+
+// normTime is how every time is stored: UTC, microsecond precision.
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// nowOr returns t normalised, or now when t is zero.
+func nowOr(t time.Time) time.Time {
+	if t.IsZero() {
+		return normTime(time.Now())
+	}
+	return normTime(t)
+}
+
+// ts binds a time.
+func (s *Store) ts(t time.Time) any { return s.d.EncodeTime(normTime(t)) }
+
+// tsp binds a nullable time.
+func (s *Store) tsp(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return s.d.EncodeTime(normTime(*t))
+}
+
+// normTimePtr normalises a nullable time in place.
+func normTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := normTime(*t)
+	return &n
+}
+
+// timeCol scans a NOT NULL time column from either backend: time.Time
+// (PostgreSQL) or text (SQLite).
+type timeCol struct{ t *time.Time }
+
+func (c timeCol) Scan(src any) error {
+	t, ok, err := decodeTime(src)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("sqlstore: NULL in a NOT NULL time column")
+	}
+	*c.t = t
+	return nil
+}
+
+// nullTimeCol scans a nullable time column.
+type nullTimeCol struct{ t **time.Time }
+
+func (c nullTimeCol) Scan(src any) error {
+	t, ok, err := decodeTime(src)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		*c.t = nil
+		return nil
+	}
+	*c.t = &t
+	return nil
+}
+
+func decodeTime(src any) (time.Time, bool, error) {
+	switch v := src.(type) {
+	case nil:
+		return time.Time{}, false, nil
+	case time.Time:
+		return v.UTC(), true, nil
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("sqlstore: bad stored time %q: %w", v, err)
+		}
+		return t.UTC(), true, nil
+	case []byte:
+		t, err := time.Parse(time.RFC3339Nano, string(v))
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("sqlstore: bad stored time %q: %w", v, err)
+		}
+		return t.UTC(), true, nil
+	}
+	return time.Time{}, false, fmt.Errorf("sqlstore: cannot scan %T into a time", src)
+}
+
+// SQLiteTimeLayout is how the SQLite dialect stores times: fixed width, so
+// that text order is time order.
+const SQLiteTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// rowScanner is *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// placeholders returns "?, ?, ..." for n values.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	b := make([]byte, 0, n*3)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '?')
+	}
+	return string(b)
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs the whole test suite with the services it needs: a Docker Engine and a
+# PostgreSQL server. On a Debian machine as root it installs and starts what
+# is missing; elsewhere it stops and names what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+can_install() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+
+apt_updated=
+install_pkgs() {
+	can_install || die "missing: $* — install them (Debian: apt-get install -y $*) or run this as root on Debian"
+	if [ -z "$apt_updated" ]; then
+		say "apt-get update"
+		apt-get update -qq >/dev/null
+		apt_updated=1
+	fi
+	say "installing $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+command -v go >/dev/null 2>&1 || die "missing: Go (https://go.dev/dl), 1.26 or newer"
+
+# --- Docker Engine -----------------------------------------------------------
+if ! docker info >/dev/null 2>&1; then
+	pkgs=()
+	command -v dockerd >/dev/null 2>&1 || pkgs+=(docker.io)
+	command -v docker >/dev/null 2>&1 || pkgs+=(docker.io)
+	[ -x /bin/busybox ] || pkgs+=(busybox-static)
+	[ ${#pkgs[@]} -gt 0 ] && install_pkgs $(printf '%s\n' "${pkgs[@]}" | sort -u)
+	if ! docker info >/dev/null 2>&1; then
+		[ "$(id -u)" = 0 ] || die "the Docker Engine is not running and only root can start it here"
+		say "starting dockerd (--bridge=none --iptables=false --ip-masq=false)"
+		mkdir -p /var/log
+		nohup dockerd --bridge=none --iptables=false --ip-masq=false >/var/log/gpurent-dockerd.log 2>&1 &
+		for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+		docker info >/dev/null 2>&1 || die "dockerd did not start; see /var/log/gpurent-dockerd.log"
+	fi
+fi
+[ -x /bin/busybox ] || install_pkgs busybox-static
+# The busybox test image must be statically linked: it runs FROM scratch.
+if ldd /bin/busybox >/dev/null 2>&1; then install_pkgs busybox-static; fi
+
+# --- PostgreSQL ----------------------------------------------------------------
+if [ -z "${GPURENT_TEST_POSTGRES_DSN:-}" ]; then
+	command -v pg_ctlcluster >/dev/null 2>&1 || install_pkgs postgresql
+	cluster=$(pg_lsclusters -h 2>/dev/null | head -n1 || true)
+	if [ -z "$cluster" ]; then
+		ver=$(ls /usr/lib/postgresql | sort -V | tail -n1)
+		say "creating PostgreSQL $ver cluster"
+		pg_createcluster "$ver" main >/dev/null
+		cluster=$(pg_lsclusters -h | head -n1)
+	fi
+	read -r ver name port status _ <<<"$cluster"
+	if [ "$status" != online ]; then
+		say "starting PostgreSQL $ver/$name on port $port"
+		pg_ctlcluster "$ver" "$name" start
+	fi
+	for _ in $(seq 1 30); do pg_isready -q -p "$port" -h 127.0.0.1 && break; sleep 1; done
+	su postgres -c "psql -q -p $port -c \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
+	export GPURENT_TEST_POSTGRES_DSN="postgres://postgres:postgres@127.0.0.1:$port/postgres?sslmode=disable"
+fi
+
+say "go vet"
+go vet ./...
+say "go test -race ./... (SQLite, PostgreSQL, Docker Engine)"
+go test -race -count=1 -timeout 30m ./... "$@"
+say "NVML provider built with cgo and -tags nvml (no driver here: its guard must hold)"
+CGO_ENABLED=1 go test -count=1 -tags nvml ./internal/gpu/nvml/
+say "CGO_ENABLED=0 build"
+CGO_ENABLED=0 go build -o /dev/null ./cmd/gpurent

@@ -29,13 +29,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := cli.NewRoot(serveCommand(), agentCommand())
-	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		return 1
-	}
-	return 0
+	return cli.Execute(ctx, root, args)
 }
 
 // openStore opens the database named by dsn: a postgres:// or postgresql://

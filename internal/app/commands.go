@@ -88,7 +88,7 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 					demoHostsPerType*len(c.GPUTypes), demoHostsPerType, len(c.Zones), rt)
 				fmt.Fprintf(out, "  operator: %s / %s\n", DemoOperatorEmail, DemoOperatorPassword)
 				fmt.Fprintf(out, "  customer: %s / %s (balance ¥%d)\n", DemoCustomerEmail, DemoCustomerPassword, DemoCustomerBalanceFen/100)
-				fmt.Fprintf(out, "\nTry:\n  gpurent login --server %s --email %s\n  gpurent gpus\n  gpurent rent --gpu h100-80g-sxm --count 4 --image %s --wait\n  gpurent ls\n",
+				fmt.Fprintf(out, "\nTry:\n  gpurent login --server %s --email %s\n  gpurent gpus\n  gpurent rent --gpu h100-80g-sxm --count 4 --wait --image %s\n  gpurent ls\n",
 					s.URL, DemoCustomerEmail, demoImage(as.Runtime))
 			}
 			fmt.Fprintln(out, "\nPress Ctrl-C to stop. Instances keep running; a restart picks them up.")
@@ -110,9 +110,9 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 
 func demoImage(runtime string) string {
 	if runtime == "docker" {
-		return "IMAGE   # an image present on this Docker host, e.g. one you built"
+		return "ubuntu:24.04   # any image this Docker host has or can pull"
 	}
-	return "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+	return "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime   # only recorded: the process runtime runs no image"
 }
 
 // loadOrMakeJoinToken keeps one join token per data directory.

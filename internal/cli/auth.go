@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ func (a *app) loginCmd() *cobra.Command {
 				in := newInput(cmd)
 				if email == "" {
 					if passwordStdin {
-						return usageError{err: fmt.Errorf("--password-stdin needs --email"), usage: cmd.UseLine()}
+						return usageError{err: errors.New("--password-stdin needs --email")}
 					}
 					if email, err = in.line("Email: "); err != nil {
 						return err
@@ -199,7 +200,7 @@ func (a *app) registerCmd() *cobra.Command {
 			}
 			in := newInput(cmd)
 			if passwordStdin && (email == "" || name == "") {
-				return usageError{err: fmt.Errorf("--password-stdin needs --email and --name"), usage: cmd.UseLine()}
+				return usageError{err: errors.New("--password-stdin needs --email and --name")}
 			}
 			if email == "" {
 				if email, err = in.line("Email: "); err != nil {

@@ -57,7 +57,11 @@ func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
 		}
 		zones := make([]string, 0, len(g.Zones))
 		for _, z := range g.Zones {
-			zones = append(zones, fmt.Sprintf("%s %d/%d (≤%d per host)", z.ZoneID, z.Free, z.Total, z.MaxPerHost))
+			zone := fmt.Sprintf("%s %d/%d", z.ZoneID, z.Free, z.Total)
+			if z.Free > 0 && z.MaxPerHost > 0 {
+				zone += fmt.Sprintf(" (≤%d per host)", z.MaxPerHost)
+			}
+			zones = append(zones, zone)
 		}
 		t.row(g.ID,
 			strconv.Itoa(g.MemoryGB)+" GB",

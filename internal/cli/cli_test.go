@@ -216,7 +216,7 @@ func TestUnreachableServerIsNamed(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("exit %d", r.code)
 	}
-	contains(t, "stderr", r.stderr, "error: cannot reach gpurent server "+url)
+	contains(t, "stderr", r.stderr, "error: cannot reach gpurent server "+url+": ", "(unavailable)")
 }
 
 func TestLooseConfigModeWarns(t *testing.T) {
@@ -309,7 +309,7 @@ func TestTablesAndJSON(t *testing.T) {
 		{"cordon", []string{"cordon", "host-1"}, []string{"Host gpu-01 (host-1) is cordoned."}, host1},
 		{"uncordon", []string{"uncordon", "host-2"}, []string{"Host demo-01 (host-2) is ready."}, host2},
 		{"token", []string{"token", "create", "ci"}, []string{"ID:", "tok-9", "Name:", "ci", "Token:", "gpr_secret"},
-			map[string]any{"token": "gpr_secret", "id": "tok-9", "name": "ci"}},
+			apiv1.Token{Token: "gpr_secret", ID: "tok-9", Name: "ci", Kind: "api", CreatedAt: t0}},
 		{"register", []string{"register", "--email", "new@example.com", "--name", "New", "--password-stdin"},
 			[]string{"Registered new@example.com (acc-1)"},
 			apiv1.Account{ID: "acc-1", Email: "new@example.com", Name: "New", Role: "customer", BalanceFen: 123456789, CreatedAt: t0}},
@@ -478,14 +478,15 @@ func TestRentWait(t *testing.T) {
 	h := newHarness(t)
 	h.login(f)
 	f.mu.Lock()
-	f.states["ins-new"] = []string{"pending", "provisioning", "provisioning", "running"}
+	f.states["ins-new"] = []string{"pending", "provisioning", "busy", "busy", "provisioning", "running"}
 	f.mu.Unlock()
 	r := h.run("", "rent", "--gpu", "h100-80g-sxm", "--count", "2", "--image", "img", "--wait")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	contains(t, "rent --wait", r.stdout, "ins-new", "running", "GPU-aaaa", "gpu-01 (host-1)")
-	contains(t, "progress", r.stderr, "ins-new: provisioning", "ins-new: running")
+	contains(t, "progress", r.stderr, "ins-new: provisioning", "ins-new: running",
+		"warning: database is busy (unavailable); still trying")
 
 	f.mu.Lock()
 	f.states["ins-new"] = []string{"provisioning", "failed"}

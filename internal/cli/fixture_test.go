@@ -28,7 +28,7 @@ var (
 		{ID: "h100-80g-sxm", Name: "NVIDIA H100 80GB SXM", MemoryGB: 80, MemBandwidthGBs: 3350,
 			FP32TFLOPS: 67, BF16TFLOPS: 989.4, FP8TFLOPS: 1978.9, NVLinkGBs: 900, PeerToPeer: true,
 			Prices: apiv1.Prices{HourlyFen: 1999, DailyFen: 43000, WeeklyFen: 280000, MonthlyFen: 1100000},
-			Total: 16, Free: 5, Zones: []apiv1.ZoneAvailability{
+			Total:  16, Free: 5, Zones: []apiv1.ZoneAvailability{
 				{ZoneID: "cd-tianfu-a", Total: 8, Free: 3, MaxPerHost: 3},
 				{ZoneID: "sh-lingang-b", Total: 8, Free: 2, MaxPerHost: 2}}},
 		{ID: "rtx4090-24g", Name: "NVIDIA GeForce RTX 4090", MemoryGB: 24, MemBandwidthGBs: 1008,
@@ -86,7 +86,7 @@ type fakeAPI struct {
 	mu   sync.Mutex
 	reqs []got
 	// states, when set for an id, are the states GET /instances/{id}
-	// answers in turn (the last one repeats); "gone" answers 404.
+	// answers in turn (the last one repeats); "gone" answers 404, "busy" 503.
 	states map[string][]string
 	// dropCreates is how many POST /instances to answer by closing the
 	// connection, a network error.
@@ -122,9 +122,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	}))
 	mux.HandleFunc("GET /api/v1/me", f.authed(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, fxAccount) }))
 	mux.HandleFunc("POST /api/v1/tokens", f.authed(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Name string }
+		var req apiv1.CreateTokenRequest
 		_ = json.Unmarshal(f.body(r), &req)
-		reply(w, 201, map[string]string{"token": "gpr_secret", "id": "tok-9", "name": req.Name})
+		reply(w, 201, apiv1.Token{Token: "gpr_secret", ID: "tok-9", Name: req.Name, Kind: "api", CreatedAt: t0})
 	}))
 	mux.HandleFunc("GET /api/v1/gpu-types", f.authed(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, fxGPUTypes) }))
 	mux.HandleFunc("GET /api/v1/zones", f.authed(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, fxZones) }))
@@ -163,6 +163,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		}
 		if st := f.nextState(inst.ID); st == "gone" {
 			problem(w, 404, "not_found", "instance "+inst.ID+" not found")
+			return
+		} else if st == "busy" {
+			problem(w, 503, "unavailable", "database is busy")
 			return
 		} else if st != "" {
 			inst.State = st
@@ -263,7 +266,7 @@ func (f *fakeAPI) nextState(id string) string {
 	return st
 }
 
-// requests returns the requests so far, without login/register bodies.
+// requests returns the requests so far.
 func (f *fakeAPI) requests() []got {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -133,6 +133,12 @@ func newPairs(w io.Writer) *pairs {
 	return &pairs{t: &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}}
 }
 
-func (p *pairs) pair(key, value string) { p.t.row(key+":", value) }
+// pair writes one line; an empty key continues the value above.
+func (p *pairs) pair(key, value string) {
+	if key != "" {
+		key += ":"
+	}
+	p.t.row(key, value)
+}
 
 func (p *pairs) flush() error { return p.t.flush() }

@@ -45,7 +45,7 @@ func (a *app) rentCmd() *cobra.Command {
 				return err
 			}
 			if req.GPUType == "" || req.Image == "" {
-				return usageError{err: errors.New("--gpu and --image are required (see `gpurent gpus` for the types)"), usage: cmd.UseLine()}
+				return usageError{err: errors.New("--gpu and --image are required (see `gpurent gpus` for the types)")}
 			}
 			c, err := a.connect(cmd, &cn)
 			if err != nil {
@@ -399,7 +399,6 @@ func (a *app) poll(ctx context.Context, cmd *cobra.Command, c *client.Client, id
 		case <-timer.C:
 		}
 		inst, err := c.GetInstance(ctx, id)
-		var netErr *client.NetworkError
 		switch {
 		case err == nil:
 			last = inst
@@ -419,13 +418,13 @@ func (a *app) poll(ctx context.Context, cmd *cobra.Command, c *client.Client, id
 				return last, derr
 			}
 			return last, err
-		case errors.As(err, &netErr) || gpurent.IsCode(err, gpurent.CodeUnavailable):
+		case ctx.Err() != nil:
+			// The deadline passed during the call; the loop reports it.
+		case gpurent.IsCode(err, gpurent.CodeUnavailable): // network error or 503
 			if !reported {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s; still trying\n", errorText(err))
 				reported = true
 			}
-		case ctx.Err() != nil:
-			// The deadline passed during the call; the loop reports it.
 		default:
 			return last, err
 		}

@@ -101,8 +101,8 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 		SilenceUsage:  true,
 	}
 	parent(root)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{err: err, usage: c.UseLine()}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{err: err}
 	})
 	root.AddGroup(
 		&cobra.Group{ID: "account", Title: "Account:"},
@@ -171,8 +171,7 @@ func errorText(err error) string {
 
 // usageError is a flag or argument the command cannot accept.
 type usageError struct {
-	err   error
-	usage string
+	err error
 }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -195,7 +194,7 @@ func parent(cmd *cobra.Command) {
 func argsError(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return usageError{err: err, usage: cmd.UseLine()}
+			return usageError{err: err}
 		}
 		return nil
 	}
@@ -213,7 +212,7 @@ type conn struct {
 	output string
 }
 
-// addConnFlags adds --server and --token; withOutput adds -o too.
+// addFlags adds --server and --token to cmd; withOutput adds -o too.
 func (cn *conn) addFlags(cmd *cobra.Command, withOutput bool) {
 	f := cmd.Flags()
 	f.StringVar(&cn.server, "server", "", "server URL (default: $"+EnvServer+", saved login, "+DefaultServer+")")

@@ -87,6 +87,7 @@ func (e *APIError) Unwrap() error {
 
 // NetworkError is a failure to exchange a request with the server: it could
 // not be reached, or the connection broke before a whole answer came back.
+// No answer arrived, so the request may or may not have taken effect.
 type NetworkError struct {
 	Server string
 	Err    error
@@ -96,7 +97,11 @@ func (e *NetworkError) Error() string {
 	return fmt.Sprintf("cannot reach gpurent server %s: %v", e.Server, e.Err)
 }
 
-func (e *NetworkError) Unwrap() error { return e.Err }
+// Unwrap exposes the failure as a *gpurent.Error with CodeUnavailable (so
+// gpurent.IsCode works on it) whose cause is Err.
+func (e *NetworkError) Unwrap() error {
+	return gpurent.WrapError(gpurent.CodeUnavailable, e.Err, "cannot reach gpurent server %s", e.Server)
+}
 
 // request is one call: method, path under the server, optional JSON body and
 // extra headers.

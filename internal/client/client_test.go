@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,8 +100,8 @@ func TestRoutes(t *testing.T) {
 		{"logout", 204, nil, func() (any, error) { return nil, c.Logout(ctx) },
 			"POST", "/api/v1/auth/logout", "", "", nil},
 		{"me", 200, acct, func() (any, error) { return c.Me(ctx) }, "GET", "/api/v1/me", "", "", acct},
-		{"token", 201, client.CreatedToken{Token: "s", ID: "t1", Name: "ci"}, func() (any, error) { return c.CreateToken(ctx, "ci") },
-			"POST", "/api/v1/tokens", "", `{"name":"ci"}`, client.CreatedToken{Token: "s", ID: "t1", Name: "ci"}},
+		{"token", 201, apiv1.Token{Token: "s", ID: "t1", Name: "ci", Kind: "api", CreatedAt: created}, func() (any, error) { return c.CreateToken(ctx, "ci") },
+			"POST", "/api/v1/tokens", "", `{"name":"ci"}`, apiv1.Token{Token: "s", ID: "t1", Name: "ci", Kind: "api", CreatedAt: created}},
 		{"gpu-types", 200, apiv1.GPUTypeList{GPUTypes: []apiv1.GPUType{{ID: "h100"}}}, func() (any, error) { return c.GPUTypes(ctx) },
 			"GET", "/api/v1/gpu-types", "", "", apiv1.GPUTypeList{GPUTypes: []apiv1.GPUType{{ID: "h100"}}}},
 		{"zones", 200, apiv1.ZoneList{Zones: []apiv1.Zone{{ID: "z"}}}, func() (any, error) { return c.Zones(ctx) },
@@ -253,6 +254,12 @@ func TestNetworkErrorNamesServer(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), server) {
 		t.Fatalf("error %q does not name the server %s", err, server)
+	}
+	if !gpurent.IsCode(err, gpurent.CodeUnavailable) {
+		t.Fatalf("code %q, want unavailable", gpurent.ErrorCode(err))
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("the cause is lost: %v", err)
 	}
 }
 

@@ -10,14 +10,6 @@ import (
 	"github.com/gpurent/gpurent/internal/apiv1"
 )
 
-// CreatedToken is the answer of POST /api/v1/tokens. Token is the secret,
-// shown this once.
-type CreatedToken struct {
-	Token string `json:"token"`
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-}
-
 // Register creates a customer account.
 func (c *Client) Register(ctx context.Context, req apiv1.RegisterRequest) (apiv1.Account, error) {
 	var out apiv1.Account
@@ -44,12 +36,11 @@ func (c *Client) Me(ctx context.Context) (apiv1.Account, error) {
 	return out, err
 }
 
-// CreateToken makes a named API token for scripts.
-func (c *Client) CreateToken(ctx context.Context, name string) (CreatedToken, error) {
-	var out CreatedToken
-	body := struct {
-		Name string `json:"name"`
-	}{name}
+// CreateToken makes a named API token for scripts. The answer's Token is
+// the secret, shown this once.
+func (c *Client) CreateToken(ctx context.Context, name string) (apiv1.Token, error) {
+	var out apiv1.Token
+	body := apiv1.CreateTokenRequest{Name: name}
 	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/tokens", body: body}, &out)
 	return out, err
 }

@@ -43,6 +43,12 @@ type Queries interface {
 	// Tokens, looked up by the hash of the secret.
 	CreateToken(ctx context.Context, t *Token) error
 	TokenByHash(ctx context.Context, hash string) (*Token, error)
+	// AccountByTokenHash returns the token whose secret hashes to hash and
+	// the account holding it, in one query: the path every authenticated
+	// request takes. Like TokenByHash it returns expired tokens too, with
+	// ExpiresAt set, so that the caller decides; an unknown (or empty)
+	// hash is CodeNotFound.
+	AccountByTokenHash(ctx context.Context, hash string) (*Account, *Token, error)
 	DeleteToken(ctx context.Context, id string) error
 
 	// Catalog.

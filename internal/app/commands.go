@@ -82,7 +82,11 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 				defer as.Stop()
 				rt := as.Runtime
 				if rt == "process" {
-					rt = `process — DEMO ONLY: instances are plain processes, not containers (no Docker Engine reachable)`
+					why := "no Docker Engine reachable"
+					if runtimeFlag == string(RuntimeProcess) {
+						why = "chosen with --demo-runtime process"
+					}
+					rt = "process — DEMO ONLY: instances are plain processes, not containers (" + why + ")"
 				}
 				fmt.Fprintf(out, "\nDemo fleet: %d fake GPU hosts (%d x 8 GPUs per type) in %d zones; instance runtime: %s\n",
 					demoHostsPerType*len(c.GPUTypes), demoHostsPerType, len(c.Zones), rt)

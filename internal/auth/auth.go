@@ -181,17 +181,20 @@ func (s *Service) Login(ctx context.Context, email, password string) (secret str
 
 // Authenticate returns the account holding bearer, a "gpr_..." secret.
 // Unknown, malformed and expired secrets are unauthorized.
+// It makes one store query: the token and its account are read together.
 func (s *Service) Authenticate(ctx context.Context, bearer string) (*gpurent.Account, error) {
-	tok, err := s.lookup(ctx, bearer)
-	if err != nil {
-		return nil, err
+	if !wellFormed(bearer) {
+		return nil, errBadToken()
 	}
-	acc, err := s.store.AccountByID(ctx, tok.AccountID)
+	acc, tok, err := s.store.AccountByTokenHash(ctx, HashSecret(bearer))
 	if err != nil {
 		if gpurent.IsCode(err, gpurent.CodeNotFound) {
 			return nil, errBadToken()
 		}
 		return nil, err
+	}
+	if s.expired(tok) {
+		return nil, errBadToken()
 	}
 	return acc, nil
 }
@@ -302,7 +305,7 @@ func (s *Service) issue(ctx context.Context, acc *gpurent.Account, kind gpurent.
 
 // lookup finds the live token for bearer.
 func (s *Service) lookup(ctx context.Context, bearer string) (*gpurent.Token, error) {
-	if !strings.HasPrefix(bearer, SecretPrefix) || len(bearer) > maxBearerBytes {
+	if !wellFormed(bearer) {
 		return nil, errBadToken()
 	}
 	tok, err := s.store.TokenByHash(ctx, HashSecret(bearer))
@@ -312,10 +315,22 @@ func (s *Service) lookup(ctx context.Context, bearer string) (*gpurent.Token, er
 		}
 		return nil, err
 	}
-	if tok.ExpiresAt != nil && !s.now().Before(*tok.ExpiresAt) {
+	if s.expired(tok) {
 		return nil, errBadToken()
 	}
 	return tok, nil
+}
+
+// wellFormed reports whether bearer could be a secret this service issued;
+// anything else is refused before it is hashed or looked up.
+func wellFormed(bearer string) bool {
+	return strings.HasPrefix(bearer, SecretPrefix) && len(bearer) <= maxBearerBytes
+}
+
+// expired reports whether tok can no longer be used: it expires at the
+// instant ExpiresAt, not after it.
+func (s *Service) expired(tok *gpurent.Token) bool {
+	return tok.ExpiresAt != nil && !s.now().Before(*tok.ExpiresAt)
 }
 
 // dummy returns the hash compared against for unknown e-mails.

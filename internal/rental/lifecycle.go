@@ -111,9 +111,13 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 	in.VolumeID = vol.ID
 	alloc := &gpurent.Allocation{ID: gpurent.NewID(gpurent.PrefixAllocation), InstanceID: in.ID,
 		HostID: p.HostID, GPUIDs: p.GPUIDs, StartedAt: now, StartReason: "start"}
+	hostName := p.HostID
+	if h := s.snap.host(p.HostID); h != nil {
+		hostName = h.Name
+	}
 	events := []*gpurent.Event{
 		newEvent(in.ID, now, "created", "requested %d x %s, image %s", r.Count, r.TypeID, r.Image),
-		newEvent(in.ID, now, "placed", "placed on host %s, GPUs %s; provisioning", p.HostID, strings.Join(p.GPUIDs, ",")),
+		newEvent(in.ID, now, "placed", "placed on host %s, GPUs %s; provisioning", hostName, strings.Join(p.GPUIDs, ",")),
 	}
 	err := s.store.InTx(ctx, func(q gpurent.Queries) error {
 		if err := q.CreateInstance(ctx, in); err != nil {

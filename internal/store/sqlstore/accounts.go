@@ -135,6 +135,37 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*gpurent.Token, e
 	return &t, nil
 }
 
+// accountTokenCols are accountCols then tokenCols, qualified for the join in
+// AccountByTokenHash (a for accounts, t for tokens).
+const accountTokenCols = `a.id, a.email, a.name, a.role, a.password_hash, a.balance_fen, a.created_at,
+t.id, t.account_id, t.kind, t.name, t.hash, t.created_at, t.expires_at`
+
+// AccountByTokenHash returns the token whose secret hashes to hash, expired
+// or not, and its account, in one statement. The join is driven by the
+// unique index on tokens.hash, then the accounts primary key.
+func (s *Store) AccountByTokenHash(ctx context.Context, hash string) (*gpurent.Account, *gpurent.Token, error) {
+	if hash == "" {
+		return nil, nil, gpurent.Errorf(gpurent.CodeNotFound, "token not found")
+	}
+	var a gpurent.Account
+	var t gpurent.Token
+	var role, kind string
+	err := s.queryRow(ctx, `SELECT `+accountTokenCols+`
+FROM tokens t JOIN accounts a ON a.id = t.account_id
+WHERE t.hash = ?`, hash).Scan(
+		&a.ID, &a.Email, &a.Name, &role, &a.PasswordHash, &a.BalanceFen, timeCol{&a.CreatedAt},
+		&t.ID, &t.AccountID, &kind, &t.Name, &t.Hash, timeCol{&t.CreatedAt}, nullTimeCol{&t.ExpiresAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, gpurent.Errorf(gpurent.CodeNotFound, "token not found")
+	}
+	if err != nil {
+		return nil, nil, s.dbErr(err, "read token and account")
+	}
+	a.Role = gpurent.Role(role)
+	t.Kind = gpurent.TokenKind(kind)
+	return &a, &t, nil
+}
+
 // DeleteToken deletes the token with id.
 func (s *Store) DeleteToken(ctx context.Context, id string) error {
 	n, err := s.execN(ctx, `DELETE FROM tokens WHERE id = ?`, id)

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"Backend", testBackend},
 		{"Accounts", testAccounts},
 		{"Tokens", testTokens},
+		{"AccountByTokenHash", testAccountByTokenHash},
 		{"Catalog", testCatalog},
 		{"Hosts", testHosts},
 		{"SyncHostGPUs", testSyncHostGPUs},
@@ -165,6 +166,87 @@ func testTokens(t *testing.T, s gpurent.Store) {
 	if _, err := s.TokenByHash(ctx, "h2"); err != nil {
 		t.Fatalf("deleting one token removed another: %v", err)
 	}
+}
+
+func testAccountByTokenHash(t *testing.T, s gpurent.Store) {
+	ctx := t.Context()
+	alice := &gpurent.Account{Email: "alice@example.com", Name: "Alice", Role: gpurent.RoleOperator,
+		PasswordHash: "pw-a", BalanceFen: 4200, CreatedAt: at(1)}
+	must(t, s.CreateAccount(ctx, alice), "create alice")
+	bob := &gpurent.Account{Email: "bob@example.com", Name: "Bob", Role: gpurent.RoleCustomer,
+		PasswordHash: "pw-b", BalanceFen: -7, CreatedAt: at(2)}
+	must(t, s.CreateAccount(ctx, bob), "create bob")
+
+	// Long expired: the store still answers, with ExpiresAt, and the
+	// caller decides.
+	past := at(3)
+	expired := &gpurent.Token{AccountID: alice.ID, Kind: gpurent.TokenSession, Name: "old login",
+		Hash: "hash-expired", CreatedAt: at(1), ExpiresAt: &past}
+	must(t, s.CreateToken(ctx, expired), "create expired token")
+	api := &gpurent.Token{AccountID: alice.ID, Kind: gpurent.TokenAPI, Name: "ci", Hash: "hash-api", CreatedAt: at(4)}
+	must(t, s.CreateToken(ctx, api), "create api token")
+	future := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+	bobTok := &gpurent.Token{AccountID: bob.ID, Kind: gpurent.TokenSession, Name: "login",
+		Hash: "hash-bob", CreatedAt: at(5), ExpiresAt: &future}
+	must(t, s.CreateToken(ctx, bobTok), "create bob's token")
+
+	for _, c := range []struct {
+		hash    string
+		account *gpurent.Account
+		token   *gpurent.Token
+	}{
+		{"hash-api", alice, api},
+		{"hash-expired", alice, expired},
+		{"hash-bob", bob, bobTok},
+	} {
+		acc, tok, err := s.AccountByTokenHash(ctx, c.hash)
+		must(t, err, "account by token hash "+c.hash)
+		same(t, "account of "+c.hash, acc, c.account)
+		same(t, "token of "+c.hash, tok, c.token)
+		// The joined read agrees with the two reads it replaces.
+		alone, err := s.TokenByHash(ctx, c.hash)
+		must(t, err, "token by hash "+c.hash)
+		same(t, "joined token vs TokenByHash", tok, alone)
+		byID, err := s.AccountByID(ctx, tok.AccountID)
+		must(t, err, "account by id "+tok.AccountID)
+		same(t, "joined account vs AccountByID", acc, byID)
+	}
+	if _, tok, _ := s.AccountByTokenHash(ctx, "hash-expired"); tok.ExpiresAt == nil || !tok.ExpiresAt.Equal(past.Truncate(time.Microsecond)) {
+		t.Fatalf("expired token's ExpiresAt = %v, want %v", tok.ExpiresAt, past)
+	}
+
+	for _, hash := range []string{"nope", "", "HASH-API", "hash-api "} {
+		acc, tok, err := s.AccountByTokenHash(ctx, hash)
+		wantCode(t, err, gpurent.CodeNotFound, fmt.Sprintf("unknown hash %q", hash))
+		if acc != nil || tok != nil {
+			t.Fatalf("unknown hash %q returned account %+v token %+v", hash, acc, tok)
+		}
+	}
+
+	// A deleted token no longer finds its account; the other tokens of
+	// that account still do.
+	must(t, s.DeleteToken(ctx, api.ID), "delete api token")
+	_, _, err := s.AccountByTokenHash(ctx, "hash-api")
+	wantCode(t, err, gpurent.CodeNotFound, "deleted token")
+	if _, _, err := s.AccountByTokenHash(ctx, "hash-expired"); err != nil {
+		t.Fatalf("deleting one token hid another of the same account: %v", err)
+	}
+
+	// Inside a transaction it sees the transaction's own writes.
+	must(t, s.InTx(ctx, func(q gpurent.Queries) error {
+		in := &gpurent.Token{AccountID: bob.ID, Kind: gpurent.TokenAPI, Name: "in tx", Hash: "hash-tx", CreatedAt: at(6)}
+		if err := q.CreateToken(ctx, in); err != nil {
+			return err
+		}
+		acc, tok, err := q.AccountByTokenHash(ctx, "hash-tx")
+		if err != nil {
+			return err
+		}
+		if acc.ID != bob.ID || tok.ID != in.ID {
+			return fmt.Errorf("in tx: got account %s token %s, want %s %s", acc.ID, tok.ID, bob.ID, in.ID)
+		}
+		return nil
+	}), "token created and read in one transaction")
 }
 
 func testCatalog(t *testing.T, s gpurent.Store) {

@@ -20,6 +20,8 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/apiv1",
 		"./internal/gpu",
 		"./internal/agent/runtime",
+		"./internal/ledger",
+		"./internal/rating",
 	}
 	forbidden := []string{
 		"database/sql",

@@ -242,3 +242,16 @@ type IdempotencyRecord struct {
 	Body        []byte
 	CreatedAt   time.Time
 }
+
+// PriceVersion is one complete price list, in force from EffectiveAt until
+// the next version's EffectiveAt. Document is the rating engine's encoding
+// of the list (JSON); the store keeps it as it is. Versions are only ever
+// added: a price change applies from its effective time, never backwards.
+type PriceVersion struct {
+	ID          string
+	EffectiveAt time.Time
+	Document    []byte
+	Note        string
+	CreatedBy   string // account id, "" for the system's defaults
+	CreatedAt   time.Time
+}

@@ -15,6 +15,7 @@ const (
 	PrefixAllocation = "alloc"
 	PrefixVolume     = "vol"
 	PrefixEvent      = "evt"
+	PrefixPrice      = "price"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

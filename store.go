@@ -109,6 +109,58 @@ type Queries interface {
 	AddEvent(ctx context.Context, e *Event) error
 	ListEvents(ctx context.Context, instanceID string) ([]Event, error)
 
+	// Price versions, oldest effective first. AddPriceVersion is a
+	// conflict when a version with the same EffectiveAt exists.
+	AddPriceVersion(ctx context.Context, v *PriceVersion) error
+	PriceVersions(ctx context.Context) ([]PriceVersion, error)
+
+	// Wallet. The ledger (see internal/ledger) is an append-only log of
+	// transactions and their postings; every balance is a sum of postings.
+	//
+	// PostLedger performs one ledger operation, described by tx's request
+	// fields (Op, Key, Customer, At, AmountFen, Charge, Credit, ExpiresAt,
+	// Lot) and audit fields (Actor, Note), in one database transaction: it
+	// locks the customer's account, answers the original transaction with
+	// dup true when Key was used before with the same content (a
+	// CodeConflict error when with other content), else plans the postings
+	// on the customer's wallet summed inside that same transaction and
+	// appends the transaction and its postings. *tx is set to what is
+	// stored (Seq, times, Postings). Concurrent posts for one customer are
+	// applied one after the other, so two debits never overspend. An
+	// unknown customer is CodeNotFound, a malformed request CodeInvalid.
+	PostLedger(ctx context.Context, tx *LedgerTx) (dup bool, err error)
+	LedgerTxByKey(ctx context.Context, key string) (*LedgerTx, error)
+	// LedgerTxs lists a customer's transactions newest first, at most
+	// limit (1..1000), only those with Seq < beforeSeq when beforeSeq > 0.
+	LedgerTxs(ctx context.Context, customer string, beforeSeq int64, limit int) ([]LedgerTx, error)
+	// LedgerBalances sums a customer's postings: cash, receivable and the
+	// lots still holding credit. A customer with no postings has zeros.
+	LedgerBalances(ctx context.Context, customer string) (*LedgerBalances, error)
+	// LedgerPlatformBalances sums the platform's accounts by kind.
+	LedgerPlatformBalances(ctx context.Context) (map[string]int64, error)
+	// CreateVoucher inserts v (Redemptions 0); a used code is a conflict.
+	CreateVoucher(ctx context.Context, v *Voucher) error
+	VoucherByCode(ctx context.Context, code string) (*Voucher, error)
+	// RedeemVoucher counts one redemption of the voucher r.Code by
+	// r.AccountID at r.RedeemedAt and records r (r.VoucherID is set). It
+	// is CodeNotFound for an unknown code, CodeInvalid at or after the
+	// voucher's expiry, CodeConflict when the account redeemed it before
+	// or it was redeemed MaxRedemptions times; the count and the record
+	// change together or not at all. It answers the voucher as counted.
+	RedeemVoucher(ctx context.Context, r *VoucherRedemption) (*Voucher, error)
+	VoucherRedemption(ctx context.Context, voucherID, accountID string) (*VoucherRedemption, error)
+	// CreatePayment inserts a pending payment; a used (Provider,
+	// PaymentID) is a conflict.
+	CreatePayment(ctx context.Context, p *Payment) error
+	PaymentByProviderID(ctx context.Context, provider, paymentID string) (*Payment, error)
+	// SettlePayment moves the payment from pending to state (confirmed or
+	// failed) at at, only if it is pending and its amount is amountFen. It
+	// answers the payment as stored and whether this call moved it; one
+	// that was not pending, or has another amount, is answered unchanged
+	// with moved false (the caller decides). Unknown: CodeNotFound.
+	SettlePayment(ctx context.Context, provider, paymentID string, state PaymentState,
+		amountFen int64, at time.Time) (p *Payment, moved bool, err error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

@@ -22,6 +22,7 @@ import (
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rental"
@@ -36,17 +37,18 @@ const (
 
 // env is a whole API over a real SQLite store and the real services.
 type env struct {
-	t      testing.TB
-	st     gpurent.Store
-	auth   *auth.Service
-	rental *rental.Service
-	fleet  *fleet.Service
-	srv    *Server
-	h      http.Handler
-	reg    *prometheus.Registry
-	logs   *bytes.Buffer
-	logMu  *sync.Mutex
-	seq    atomic.Int64
+	t       testing.TB
+	st      gpurent.Store
+	auth    *auth.Service
+	rental  *rental.Service
+	fleet   *fleet.Service
+	billing *billing.Service
+	srv     *Server
+	h       http.Handler
+	reg     *prometheus.Registry
+	logs    *bytes.Buffer
+	logMu   *sync.Mutex
+	seq     atomic.Int64
 }
 
 type envOpts struct {
@@ -83,7 +85,8 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	e.auth = auth.New(auth.Config{Store: st, BcryptCost: bcrypt.MinCost})
 	e.rental = rental.New(rental.Config{Store: st, Logger: log, PollWait: o.pollWait})
 	e.fleet = fleet.New(fleet.Config{Store: st, Logger: log, JoinToken: testJoinToken, OnChange: e.rental.Invalidate})
-	e.srv = New(Config{Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
+	e.billing = billing.New(billing.Config{Store: st, Logger: log})
+	e.srv = New(Config{Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing, Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
 	e.h = e.srv.Handler()
 	return e
 }

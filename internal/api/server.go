@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rental"
 )
@@ -31,6 +32,8 @@ type Config struct {
 	Auth   *auth.Service
 	Rental *rental.Service
 	Fleet  *fleet.Service
+	// Billing serves prices and quotes.
+	Billing *billing.Service
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -49,6 +52,7 @@ type Server struct {
 	auth    *auth.Service
 	rental  *rental.Service
 	fleet   *fleet.Service
+	billing *billing.Service
 	store   gpurent.Store
 	log     *slog.Logger
 	reg     *prometheus.Registry
@@ -76,6 +80,7 @@ func New(cfg Config) *Server {
 		auth:    cfg.Auth,
 		rental:  cfg.Rental,
 		fleet:   cfg.Fleet,
+		billing: cfg.Billing,
 		store:   cfg.Store,
 		log:     cfg.Logger,
 		reg:     cfg.Registry,
@@ -123,6 +128,9 @@ func (s *Server) routeTable() []route {
 
 		{"GET", "/api/v1/gpu-types", s.handleGPUTypes},
 		{"GET", "/api/v1/zones", s.handleZones},
+		{"GET", "/api/v1/price", s.handleQuote},
+		{"GET", "/api/v1/prices", s.handleListPrices},
+		{"POST", "/api/v1/prices", s.operator(s.handleAddPrices)},
 
 		{"POST", "/api/v1/instances", s.user(s.handleCreateInstance)},
 		{"GET", "/api/v1/instances", s.user(s.handleListInstances)},

@@ -3,7 +3,10 @@
 // Field names are snake_case; money is integer fen; times are RFC 3339 UTC.
 package apiv1
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Problem is an RFC 9457 problem+json body. Code is the stable machine code
 // (gpurent.Code); Detail is safe to show.
@@ -204,4 +207,70 @@ type Token struct {
 	Token     string     `json:"token,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// QuoteLine is the part of a quote at one rate.
+type QuoteLine struct {
+	Window  string `json:"window"` // "peak", "off-peak" or "no-gpu"
+	Hours   string `json:"hours"`  // exact to four decimals, e.g. "55" or "0.5083"
+	Seconds int64  `json:"seconds"`
+	RateFen int64  `json:"rate_fen"` // per GPU-hour (per instance-hour with no GPUs)
+	Units   int64  `json:"units"`
+	Exact   string `json:"exact_fen"` // the exact amount as a fraction, before rounding
+	Fen     int64  `json:"fen"`       // rounded half-up, once per line
+}
+
+// QuotePackage is one package alternative.
+type QuotePackage struct {
+	Plan     string `json:"plan"`
+	Periods  int64  `json:"periods"`
+	UnitFen  int64  `json:"unit_fen"` // per GPU per period
+	TotalFen int64  `json:"total_fen"`
+}
+
+// QuotePlan is a quote at one set of prices (list or academic).
+type QuotePlan struct {
+	Lines        []QuoteLine    `json:"lines"`
+	HourlyFen    int64          `json:"hourly_fen"`
+	Packages     []QuotePackage `json:"packages"`
+	CheapestPlan string         `json:"cheapest_plan"`
+	CheapestFen  int64          `json:"cheapest_fen"`
+}
+
+// Quote is the answer of GET /price: what a planned rental costs on every
+// plan, at list prices and at academic prices.
+type Quote struct {
+	GPUType  string    `json:"gpu_type"`
+	GPUCount int       `json:"gpu_count"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	TimeZone string    `json:"time_zone"`
+	OffPeak  string    `json:"off_peak"` // the off-peak rule, e.g. "22:00–08:00 daily, weekends"
+	List     QuotePlan `json:"list"`
+	Academic QuotePlan `json:"academic"`
+	// AcademicApplies says the caller is a verified academic account.
+	AcademicApplies bool `json:"academic_applies"`
+}
+
+// PriceVersion is one version of the price list. PriceList is the price
+// list document (see docs/billing.md): the off-peak rule and every GPU
+// type's prices in fen.
+type PriceVersion struct {
+	ID        string          `json:"id"`
+	Effective time.Time       `json:"effective"`
+	Current   bool            `json:"current"`
+	PriceList json.RawMessage `json:"price_list"`
+}
+
+// PriceVersionList is the answer of GET /prices, oldest version first.
+type PriceVersionList struct {
+	TimeZone string         `json:"time_zone"`
+	Versions []PriceVersion `json:"versions"`
+}
+
+// AddPriceVersionRequest adds a version of the price list (operators). The
+// price list's "effective" must not be in the past.
+type AddPriceVersionRequest struct {
+	Note      string          `json:"note"`
+	PriceList json.RawMessage `json:"price_list"`
 }

@@ -147,6 +147,15 @@ func TestEndToEnd(t *testing.T) {
 	}
 	eventually(t, "both hosts' 16 H100s listed free", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
 
+	// Before renting, the price: the seed's example, worked by hand in
+	// internal/billing's TestQuoteSeedExample.
+	quote := alice.must("price", "--gpu", "h100-80g-sxm", "--count", "4", "--hours", "120", "--start", "2026-12-01T09:00")
+	for _, want := range []string{"¥13,963.80", "¥7,640.60", "¥6,323.20", "¥11,173.40", "cheapest: hourly"} {
+		if !strings.Contains(quote, want) {
+			t.Errorf("gpurent price: %q missing from\n%s", want, quote)
+		}
+	}
+
 	in := alice.instance("rent", "--gpu", "h100-80g-sxm", "--count", "2", "--image", image, "--name", "train", "--wait")
 	id := in.ID
 	defer dockertest.Cleanup(t, id)

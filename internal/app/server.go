@@ -14,6 +14,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/api"
 	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rental"
@@ -41,10 +42,11 @@ type ServerConfig struct {
 
 // Server is a running control plane.
 type Server struct {
-	Store  gpurent.Store
-	Auth   *auth.Service
-	Rental *rental.Service
-	Fleet  *fleet.Service
+	Store   gpurent.Store
+	Auth    *auth.Service
+	Rental  *rental.Service
+	Fleet   *fleet.Service
+	Billing *billing.Service
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 
@@ -79,7 +81,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout})
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
-	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Store: s.Store,
+	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
+	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Store: s.Store,
 		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -116,7 +116,7 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 		}
 	}
 	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd())
-	add("rent", a.gpusCmd(), a.zonesCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
+	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
 		a.stopCmd(), a.startCmd(), a.rmCmd())
 	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd())
 	root.AddCommand(extra...)

@@ -106,4 +106,3 @@ func parseClock(s string) (rating.ClockTime, error) {
 	}
 	return c, nil
 }
-

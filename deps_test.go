@@ -22,6 +22,8 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/agent/runtime",
 		"./internal/ledger",
 		"./internal/rating",
+		"./internal/billing",
+		"./internal/academic",
 	}
 	forbidden := []string{
 		"database/sql",

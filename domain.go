@@ -22,6 +22,9 @@ type Account struct {
 	// replaces it with a ledger-derived balance.
 	BalanceFen int64
 	CreatedAt  time.Time
+	// AcademicUntil is when the account's academic verification ends; nil
+	// when it has none.
+	AcademicUntil *time.Time
 }
 
 // TokenKind says how a token was made.

@@ -16,6 +16,7 @@ const (
 	PrefixVolume     = "vol"
 	PrefixEvent      = "evt"
 	PrefixPrice      = "price"
+	PrefixAcademic   = "acad"
 )
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

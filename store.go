@@ -161,6 +161,19 @@ type Queries interface {
 	SettlePayment(ctx context.Context, provider, paymentID string, state PaymentState,
 		amountFen int64, at time.Time) (p *Payment, moved bool, err error)
 
+	// Academic verification. CreateAcademicApplication records the
+	// application and its "applied" audit entry; a second pending one for
+	// the account is a conflict. DecideAcademicApplication moves a pending
+	// application to approved or rejected (anything else: conflict), sets
+	// the account's AcademicUntil to verifiedUntil when approved, and adds
+	// the audit entry, all at once.
+	CreateAcademicApplication(ctx context.Context, a *AcademicApplication) error
+	AcademicApplication(ctx context.Context, id string) (*AcademicApplication, error)
+	ListAcademicApplications(ctx context.Context, f AcademicFilter) ([]AcademicApplication, error)
+	DecideAcademicApplication(ctx context.Context, id string, state AcademicState, by, reason string,
+		at time.Time, verifiedUntil *time.Time) (*AcademicApplication, error)
+	AcademicAudit(ctx context.Context, applicationID string) ([]AcademicAuditEntry, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/academic"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/auth"
@@ -86,7 +87,8 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	e.rental = rental.New(rental.Config{Store: st, Logger: log, PollWait: o.pollWait})
 	e.fleet = fleet.New(fleet.Config{Store: st, Logger: log, JoinToken: testJoinToken, OnChange: e.rental.Invalidate})
 	e.billing = billing.New(billing.Config{Store: st, Logger: log})
-	e.srv = New(Config{Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing, Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
+	e.srv = New(Config{Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing,
+		Academic: academic.New(academic.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
 	e.h = e.srv.Handler()
 	return e
 }

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gpurent/gpurent"
 )
 
 // openAPIRoutes lists the (METHOD, path) pairs openapi.json documents.
@@ -70,6 +73,14 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	h := e.host("gpu-a", 2)
 	op := e.operator()
 	in := e.rent(op, 1)
+	app, err := e.st.ListAcademicApplications(context.Background(), gpurent.AcademicFilter{})
+	if err != nil || len(app) != 0 {
+		t.Fatalf("academic applications before: %v %v", app, err)
+	}
+	appl := &gpurent.AcademicApplication{AccountID: op.acc.ID, Method: gpurent.AcademicProof, Institution: "UESTC", Proof: "card"}
+	if err := e.st.CreateAcademicApplication(context.Background(), appl); err != nil {
+		t.Fatal(err)
+	}
 	ops := make([]string, 0, len(documented))
 	for r := range documented {
 		ops = append(ops, r)
@@ -90,6 +101,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			concrete = strings.Replace(path, "{id}", in.ID, 1)
 		case strings.HasPrefix(path, "/api/v1/hosts/{id}"):
 			concrete = strings.Replace(path, "{id}", h.id, 1)
+		case strings.HasPrefix(path, "/api/v1/academic/applications/{id}"):
+			concrete = strings.Replace(path, "{id}", appl.ID, 1)
 		}
 		if strings.Contains(concrete, "{") {
 			t.Fatalf("no id for %s in this test: add one", path)

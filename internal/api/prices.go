@@ -40,7 +40,15 @@ func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	quotes, err := s.billing.Quote(r.Context(), nil, req)
+	// Public; a signed-in verified academic account is told its price.
+	var acc *gpurent.Account
+	if token, ok := bearer(r); ok {
+		if acc, err = s.auth.Authenticate(r.Context(), token); err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+	}
+	quotes, err := s.billing.Quote(r.Context(), acc, req)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return

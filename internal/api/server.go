@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/academic"
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/fleet"
@@ -34,6 +35,8 @@ type Config struct {
 	Fleet  *fleet.Service
 	// Billing serves prices and quotes.
 	Billing *billing.Service
+	// Academic runs academic verification.
+	Academic *academic.Service
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -49,15 +52,16 @@ type Config struct {
 
 // Server serves the API. Make it with New; it is safe for concurrent use.
 type Server struct {
-	auth    *auth.Service
-	rental  *rental.Service
-	fleet   *fleet.Service
-	billing *billing.Service
-	store   gpurent.Store
-	log     *slog.Logger
-	reg     *prometheus.Registry
-	version string
-	now     func() time.Time
+	auth     *auth.Service
+	rental   *rental.Service
+	fleet    *fleet.Service
+	billing  *billing.Service
+	academic *academic.Service
+	store    gpurent.Store
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	version  string
+	now      func() time.Time
 
 	routes  []route
 	mux     *http.ServeMux
@@ -77,15 +81,16 @@ func (rt route) pattern() string { return rt.method + " " + rt.path }
 // New builds the server and registers its routes and metrics.
 func New(cfg Config) *Server {
 	s := &Server{
-		auth:    cfg.Auth,
-		rental:  cfg.Rental,
-		fleet:   cfg.Fleet,
-		billing: cfg.Billing,
-		store:   cfg.Store,
-		log:     cfg.Logger,
-		reg:     cfg.Registry,
-		version: cfg.Version,
-		now:     cfg.Now,
+		auth:     cfg.Auth,
+		rental:   cfg.Rental,
+		fleet:    cfg.Fleet,
+		billing:  cfg.Billing,
+		academic: cfg.Academic,
+		store:    cfg.Store,
+		log:      cfg.Logger,
+		reg:      cfg.Registry,
+		version:  cfg.Version,
+		now:      cfg.Now,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -131,6 +136,12 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/price", s.handleQuote},
 		{"GET", "/api/v1/prices", s.handleListPrices},
 		{"POST", "/api/v1/prices", s.operator(s.handleAddPrices)},
+
+		{"POST", "/api/v1/academic/applications", s.user(s.handleAcademicApply)},
+		{"GET", "/api/v1/academic/applications", s.user(s.handleAcademicList)},
+		{"GET", "/api/v1/academic/applications/{id}", s.user(s.handleAcademicGet)},
+		{"POST", "/api/v1/academic/applications/{id}/approve", s.operator(s.handleAcademicDecide(true))},
+		{"POST", "/api/v1/academic/applications/{id}/reject", s.operator(s.handleAcademicDecide(false))},
 
 		{"POST", "/api/v1/instances", s.user(s.handleCreateInstance)},
 		{"GET", "/api/v1/instances", s.user(s.handleListInstances)},

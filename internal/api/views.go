@@ -6,19 +6,29 @@ import (
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rental"
+	"time"
 )
 
 // This file is the one place domain values become wire values.
 
 func accountView(a *gpurent.Account) apiv1.Account {
 	return apiv1.Account{
-		ID:         a.ID,
-		Email:      a.Email,
-		Name:       a.Name,
-		Role:       string(a.Role),
-		BalanceFen: a.BalanceFen,
-		CreatedAt:  a.CreatedAt.UTC(),
+		ID:            a.ID,
+		Email:         a.Email,
+		Name:          a.Name,
+		Role:          string(a.Role),
+		BalanceFen:    a.BalanceFen,
+		CreatedAt:     a.CreatedAt.UTC(),
+		AcademicUntil: academicUntil(a),
 	}
+}
+
+func academicUntil(a *gpurent.Account) *time.Time {
+	if a.AcademicUntil == nil {
+		return nil
+	}
+	t := a.AcademicUntil.UTC()
+	return &t
 }
 
 // instanceView maps a rental detail; events go only into single-instance

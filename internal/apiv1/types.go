@@ -47,6 +47,8 @@ type Account struct {
 	Role       string    `json:"role"`
 	BalanceFen int64     `json:"balance_fen"`
 	CreatedAt  time.Time `json:"created_at"`
+	// AcademicUntil is when the account's academic verification ends.
+	AcademicUntil *time.Time `json:"academic_until,omitempty"`
 }
 
 // Prices are list prices in fen per GPU.
@@ -273,4 +275,48 @@ type PriceVersionList struct {
 type AddPriceVersionRequest struct {
 	Note      string          `json:"note"`
 	PriceList json.RawMessage `json:"price_list"`
+}
+
+// AcademicApplyRequest applies for academic prices: "email_domain" rests on
+// the account's university e-mail address, "proof" on what Proof holds (a
+// description, a link, or a small file as a data: URL).
+type AcademicApplyRequest struct {
+	Method      string `json:"method"`
+	Institution string `json:"institution"`
+	Proof       string `json:"proof,omitempty"`
+}
+
+// AcademicDecision is an operator's note on an approval, or the reason for
+// a rejection (required).
+type AcademicDecision struct {
+	Note string `json:"note,omitempty"`
+}
+
+// AcademicAuditEntry is one step in an application's history.
+type AcademicAuditEntry struct {
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Action string    `json:"action"`
+	Note   string    `json:"note,omitempty"`
+}
+
+// AcademicApplication is an application for academic prices.
+type AcademicApplication struct {
+	ID            string               `json:"id"`
+	AccountID     string               `json:"account_id"`
+	Method        string               `json:"method"`
+	Institution   string               `json:"institution"`
+	Email         string               `json:"email"`
+	Proof         string               `json:"proof,omitempty"`
+	State         string               `json:"state"`
+	DecidedAt     *time.Time           `json:"decided_at,omitempty"`
+	Reason        string               `json:"reason,omitempty"`
+	VerifiedUntil *time.Time           `json:"verified_until,omitempty"`
+	CreatedAt     time.Time            `json:"created_at"`
+	Audit         []AcademicAuditEntry `json:"audit,omitempty"` // in GET .../{id} only
+}
+
+// AcademicApplicationList is the answer of GET /academic/applications.
+type AcademicApplicationList struct {
+	Applications []AcademicApplication `json:"applications"`
 }

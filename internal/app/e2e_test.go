@@ -156,6 +156,34 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A student applies for academic prices with a university address; an
+	// operator approves; the quote then says the academic price is hers.
+	carol := newUser(t, s.URL)
+	carol.signUp("carol@std.uestc.edu.cn", "carol-password-1")
+	carol.must("academic", "apply", "--institution", "UESTC")
+	if _, err := s.Auth.CreateAccount(ctx, "ops@e2e.example", "Ops", "ops-password-12", "operator", 0); err != nil {
+		t.Fatal(err)
+	}
+	ops := newUser(t, s.URL)
+	if out, errOut, err := ops.run("ops-password-12\n", "login", "--email", "ops@e2e.example", "--password-stdin"); err != nil {
+		t.Fatalf("operator login: %v %s%s", err, out, errOut)
+	}
+	var pending apiv1.AcademicApplicationList
+	if err := json.Unmarshal([]byte(ops.must("academic", "ls", "--all", "--state", "pending", "-o", "json")), &pending); err != nil ||
+		len(pending.Applications) != 1 {
+		t.Fatalf("pending applications: %+v %v", pending, err)
+	}
+	ops.must("academic", "approve", pending.Applications[0].ID, "--note", "edu.cn address")
+	if out := carol.must("whoami"); !strings.Contains(out, "verified until") {
+		t.Errorf("whoami after approval:\n%s", out)
+	}
+	if out := carol.must("price", "--gpu", "h100-80g-sxm", "--count", "4", "--hours", "120", "--start", "2026-12-01T09:00"); !strings.Contains(out, "Academic prices (yours)") {
+		t.Errorf("a verified student's quote:\n%s", out)
+	}
+	if out, errOut, err := alice.run("", "academic", "show", pending.Applications[0].ID); err == nil {
+		t.Errorf("alice reads carol's application:\n%s%s", out, errOut)
+	}
+
 	in := alice.instance("rent", "--gpu", "h100-80g-sxm", "--count", "2", "--image", image, "--name", "train", "--wait")
 	id := in.ID
 	defer dockertest.Cleanup(t, id)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/academic"
 	"github.com/gpurent/gpurent/internal/api"
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
@@ -42,17 +43,20 @@ type ServerConfig struct {
 
 // Server is a running control plane.
 type Server struct {
-	Store   gpurent.Store
-	Auth    *auth.Service
-	Rental  *rental.Service
-	Fleet   *fleet.Service
-	Billing *billing.Service
+	Store    gpurent.Store
+	Auth     *auth.Service
+	Rental   *rental.Service
+	Fleet    *fleet.Service
+	Billing  *billing.Service
+	Academic *academic.Service
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 
-	ownStore bool
-	http     *http.Server
-	done     chan error
+	ownStore    bool
+	http        *http.Server
+	done        chan error
+	stopWatch   context.CancelFunc
+	watchExited chan struct{}
 }
 
 // StartServer opens the store, seeds the catalog on first start, and serves
@@ -82,7 +86,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
-	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Store: s.Store,
+	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
+	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic, Store: s.Store,
 		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -90,6 +95,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.URL = "http://" + ln.Addr().String()
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	s.stopWatch, s.watchExited = stopWatch, make(chan struct{})
+	go func() {
+		defer close(s.watchExited)
+		s.Rental.Watch(watchCtx)
+	}()
 	s.http = &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -113,6 +124,8 @@ func (s *Server) Close() error {
 	if serr := <-s.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	s.stopWatch()
+	<-s.watchExited
 	if cerr := s.closeStore(); err == nil {
 		err = cerr
 	}

@@ -216,7 +216,7 @@ func (s *Service) Quote(ctx context.Context, acc *gpurent.Account, r QuoteReques
 	if err != nil {
 		return nil, err
 	}
-	q := &Quotes{List: list, Academic: academic}
+	q := &Quotes{List: list, Academic: academic, AcademicApplies: acc != nil && acc.Academic(r.Start)}
 	for _, v := range b.Versions() {
 		if !v.Effective.After(r.Start) {
 			q.Rule = v.Rule

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -178,6 +179,9 @@ func printAccount(cmd *cobra.Command, server string, acct apiv1.Account) error {
 	t.pair("Name", acct.Name)
 	t.pair("Role", acct.Role)
 	t.pair("Balance", formatCNY(acct.BalanceFen))
+	if acct.AcademicUntil != nil {
+		t.pair("Academic", "verified until "+acct.AcademicUntil.UTC().Format(time.DateOnly))
+	}
 	return t.flush()
 }
 

@@ -8,9 +8,33 @@ import (
 	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
-// recheckInterval is how often a long poll re-reads the host's generation
-// when other control-plane replicas may change it (PostgreSQL).
-const recheckInterval = time.Second
+// How often a long poll re-reads the host's generation when other
+// control-plane replicas may change it (PostgreSQL): often without a change
+// feed, rarely (a safety net) while Watch relays the store's.
+const (
+	recheckInterval         = time.Second
+	recheckIntervalWatching = 30 * time.Second
+)
+
+// Watch relays the store's host change feed (gpurent.HostWatcher, on
+// PostgreSQL) to the long polls of this process until ctx ends, so that a
+// change made through another control-plane replica reaches the agent at
+// once. Stores without a feed return at once.
+func (s *Service) Watch(ctx context.Context) {
+	w, ok := s.store.(gpurent.HostWatcher)
+	if !ok {
+		return
+	}
+	s.watching.Store(true)
+	defer s.watching.Store(false)
+	_ = w.WatchHosts(ctx, func(hostID string) {
+		if hostID == "" {
+			s.hub.notifyAll()
+			return
+		}
+		s.hub.notify(hostID)
+	})
+}
 
 // Desired returns the host's desired state, waiting up to PollWait for its
 // generation to pass after. A negative after answers at once.
@@ -19,7 +43,11 @@ func (s *Service) Desired(ctx context.Context, hostID string, after int64) (*age
 	defer deadline.Stop()
 	var recheck <-chan time.Time
 	if s.store.Backend() != "sqlite" { // SQLite has one writer: this process
-		t := time.NewTicker(recheckInterval)
+		every := recheckInterval
+		if s.watching.Load() {
+			every = recheckIntervalWatching
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		recheck = t.C
 	}

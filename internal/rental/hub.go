@@ -33,3 +33,13 @@ func (h *hub) notify(hostID string) {
 		delete(h.waiters, hostID)
 	}
 }
+
+// notifyAll wakes every waiter, for when changes may have been missed.
+func (h *hub) notifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, ch := range h.waiters {
+		close(ch)
+		delete(h.waiters, id)
+	}
+}

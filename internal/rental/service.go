@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -50,6 +51,8 @@ type Service struct {
 	snap  *snapshotCache
 	hub   *hub
 	keys  keyLocks
+	// watching is set while Watch relays the store's change feed.
+	watching atomic.Bool
 }
 
 // New makes the service.

@@ -44,14 +44,21 @@ type Options struct {
 	MaxConns int
 }
 
+// Store is the PostgreSQL store: the shared SQL store, plus the host change
+// feed (gpurent.HostWatcher) that LISTEN/NOTIFY gives.
+type Store struct {
+	*sqlstore.Store
+	cfg *pgx.ConnConfig
+}
+
 // Open connects to the database at dsn (a postgres:// URL or key=value
 // string) and applies any pending migrations.
-func Open(ctx context.Context, dsn string) (*sqlstore.Store, error) {
+func Open(ctx context.Context, dsn string) (*Store, error) {
 	return OpenOptions(ctx, dsn, Options{})
 }
 
 // OpenOptions is Open with options.
-func OpenOptions(ctx context.Context, dsn string, o Options) (*sqlstore.Store, error) {
+func OpenOptions(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 20
 	}
@@ -73,7 +80,7 @@ func OpenOptions(ctx context.Context, dsn string, o Options) (*sqlstore.Store, e
 		db.Close()
 		return nil, fmt.Errorf("postgres: migrate %s: %w", safeTarget(cfg), err)
 	}
-	return sqlstore.New(d, db, db, nil), nil
+	return &Store{Store: sqlstore.New(d, db, db, nil), cfg: cfg}, nil
 }
 
 // safeTarget names the server and database without the password.
@@ -90,6 +97,7 @@ func Dialect() sqlstore.Dialect {
 		Classify:             classify,
 		EncodeTime:           func(t time.Time) any { return t },
 		MigrationLock:        fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", int64(migrationLockKey)),
+		NotifyHost:           "SELECT pg_notify('" + hostChannel + "', ?)",
 	}
 }
 

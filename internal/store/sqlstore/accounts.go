@@ -9,12 +9,13 @@ import (
 	"github.com/gpurent/gpurent"
 )
 
-const accountCols = `id, email, name, role, password_hash, balance_fen, created_at`
+const accountCols = `id, email, name, role, password_hash, balance_fen, created_at, academic_until`
 
 func scanAccount(r rowScanner) (*gpurent.Account, error) {
 	var a gpurent.Account
 	var role string
-	err := r.Scan(&a.ID, &a.Email, &a.Name, &role, &a.PasswordHash, &a.BalanceFen, timeCol{&a.CreatedAt})
+	err := r.Scan(&a.ID, &a.Email, &a.Name, &role, &a.PasswordHash, &a.BalanceFen, timeCol{&a.CreatedAt},
+		nullTimeCol{&a.AcademicUntil})
 	a.Role = gpurent.Role(role)
 	return &a, err
 }
@@ -32,9 +33,10 @@ func (s *Store) CreateAccount(ctx context.Context, a *gpurent.Account) error {
 	}
 	a.Email = email
 	a.CreatedAt = nowOr(a.CreatedAt)
-	n, err := s.execN(ctx, `INSERT INTO accounts (`+accountCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	a.AcademicUntil = normTimePtr(a.AcademicUntil)
+	n, err := s.execN(ctx, `INSERT INTO accounts (`+accountCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING`,
-		a.ID, a.Email, a.Name, string(a.Role), a.PasswordHash, a.BalanceFen, s.ts(a.CreatedAt))
+		a.ID, a.Email, a.Name, string(a.Role), a.PasswordHash, a.BalanceFen, s.ts(a.CreatedAt), s.tsp(a.AcademicUntil))
 	if err != nil {
 		return s.dbErr(err, "create account")
 	}
@@ -137,7 +139,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*gpurent.Token, e
 
 // accountTokenCols are accountCols then tokenCols, qualified for the join in
 // AccountByTokenHash (a for accounts, t for tokens).
-const accountTokenCols = `a.id, a.email, a.name, a.role, a.password_hash, a.balance_fen, a.created_at,
+const accountTokenCols = `a.id, a.email, a.name, a.role, a.password_hash, a.balance_fen, a.created_at, a.academic_until,
 t.id, t.account_id, t.kind, t.name, t.hash, t.created_at, t.expires_at`
 
 // AccountByTokenHash returns the token whose secret hashes to hash, expired
@@ -153,7 +155,7 @@ func (s *Store) AccountByTokenHash(ctx context.Context, hash string) (*gpurent.A
 	err := s.queryRow(ctx, `SELECT `+accountTokenCols+`
 FROM tokens t JOIN accounts a ON a.id = t.account_id
 WHERE t.hash = ?`, hash).Scan(
-		&a.ID, &a.Email, &a.Name, &role, &a.PasswordHash, &a.BalanceFen, timeCol{&a.CreatedAt},
+		&a.ID, &a.Email, &a.Name, &role, &a.PasswordHash, &a.BalanceFen, timeCol{&a.CreatedAt}, nullTimeCol{&a.AcademicUntil},
 		&t.ID, &t.AccountID, &kind, &t.Name, &t.Hash, timeCol{&t.CreatedAt}, nullTimeCol{&t.ExpiresAt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, gpurent.Errorf(gpurent.CodeNotFound, "token not found")

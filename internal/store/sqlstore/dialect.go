@@ -41,6 +41,10 @@ type Dialect struct {
 	// transaction itself already excludes other writers (SQLite's BEGIN
 	// IMMEDIATE).
 	MigrationLock string
+	// NotifyHost, when set, is run (with the host id) after a host's
+	// generation is bumped, to tell other processes (PostgreSQL's
+	// pg_notify, delivered when the transaction commits).
+	NotifyHost string
 }
 
 // rebind rewrites '?' placeholders for dialects that number them. The shared

@@ -270,5 +270,10 @@ func (s *Store) BumpHostGeneration(ctx context.Context, hostID string) (int64, e
 	if err != nil {
 		return 0, s.dbErr(err, "bump host generation")
 	}
+	if s.d.NotifyHost != "" {
+		if _, err := s.exec(ctx, s.d.NotifyHost, hostID); err != nil {
+			return 0, s.dbErr(err, "notify host change")
+		}
+	}
 	return g, nil
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"Events", testEvents},
 		{"Idempotency", testIdempotency},
 		{"PriceVersions", testPriceVersions},
+		{"Academic", testAcademic},
 		{"LedgerPost", testLedgerPost},
 		{"LedgerPostInTx", testLedgerPostInTx},
 		{"LedgerConcurrentDebits", testLedgerConcurrentDebits},

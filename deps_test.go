@@ -24,6 +24,7 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/rating",
 		"./internal/billing",
 		"./internal/academic",
+		"./internal/metering",
 	}
 	forbidden := []string{
 		"database/sql",

@@ -174,6 +174,20 @@ type Queries interface {
 		at time.Time, verifiedUntil *time.Time) (*AcademicApplication, error)
 	AcademicAudit(ctx context.Context, applicationID string) ([]AcademicAuditEntry, error)
 
+	// Metering. IngestRunEvent stores the event under its ID and applies it
+	// to its run (run holds the account, type and GPU count of the run),
+	// in one transaction: a run_started opens the run, a run_ended sets its
+	// end (creating it if the start never arrived), in any order. An ID
+	// stored before with the same payloadHash changes nothing and answers
+	// dup; with another payloadHash it is a conflict.
+	IngestRunEvent(ctx context.Context, e *RunEvent, payloadHash string, run *UsageRun, at time.Time) (dup bool, err error)
+	// TouchRuns moves LastSeenAt of the host's open runs to at.
+	TouchRuns(ctx context.Context, hostID string, at time.Time) error
+	// CloseSilentRuns ends the host's open runs at their LastSeenAt with
+	// RunEndHostSilent, and returns how many it closed.
+	CloseSilentRuns(ctx context.Context, hostID string) (int, error)
+	ListUsageRuns(ctx context.Context, f UsageRunFilter) ([]UsageRun, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

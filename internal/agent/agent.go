@@ -98,6 +98,7 @@ type Agent struct {
 	refetchPending bool
 
 	reportMu sync.Mutex // reports go out one at a time, in order
+	runs     *runJournal
 
 	mu       sync.Mutex
 	desired  *agentproto.Desired
@@ -171,6 +172,9 @@ func New(cfg Config) (*Agent, error) {
 		failures: map[string]*runFailure{},
 		removed:  map[string]bool{},
 		ignored:  map[string]bool{},
+	}
+	if a.runs, err = openJournal(cfg.StateDir); err != nil {
+		return nil, gpurent.WrapError(gpurent.CodeInvalid, err, "agent: %v", err)
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		a.log.Warn("agent: control plane URL is plain http; the agent token crosses the network in clear", "url", cfg.ServerURL)

@@ -2,12 +2,17 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
 	"github.com/gpurent/gpurent/internal/agentproto"
 )
+
+// maxRunsPerReport bounds the run events one report carries; the rest go
+// with the next ones.
+const maxRunsPerReport = 500
 
 // heartbeatLoop reports at once and then every HeartbeatInterval.
 func (a *Agent) heartbeatLoop(ctx context.Context) error {
@@ -57,6 +62,11 @@ func (a *Agent) report(ctx context.Context) error {
 			}
 			return nil
 		}
+		if a.runs.ack(resp.RunsAcked) {
+			if err := a.runs.save(); err != nil {
+				a.log.Error("agent: cannot save the run journal; acknowledged events will be resent", "err", err)
+			}
+		}
 		if resp.Generation > a.generation.Load() {
 			a.refetch()
 		}
@@ -77,7 +87,17 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 	if err != nil {
 		return agentproto.Report{}, err
 	}
+	// Runs started or ended are journaled, durably, before they are sent.
+	if changed, dropped := a.runs.observe(actual, a.now()); changed {
+		if dropped > 0 {
+			a.log.Error("agent: run journal full; oldest unacknowledged run events dropped", "dropped", dropped)
+		}
+		if err := a.runs.save(); err != nil {
+			return agentproto.Report{}, fmt.Errorf("save the run journal: %w", err)
+		}
+	}
 	rep := agentproto.Report{
+		Runs:      a.runs.pending(maxRunsPerReport),
 		ReportID:  gpurent.NewID("rpt"),
 		At:        a.now(),
 		Runtime:   a.cfg.Runtime.Name(),

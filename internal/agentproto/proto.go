@@ -101,10 +101,34 @@ type Report struct {
 	Runtime   string           `json:"runtime"`
 	GPUs      []GPUInfo        `json:"gpus"`
 	Instances []ActualInstance `json:"instances"`
+	// Runs are the run events not yet acknowledged, oldest first. The
+	// agent wrote each to its journal before sending it; a retry resends
+	// the same ids.
+	Runs []RunEvent `json:"runs,omitempty"`
+}
+
+// Run event kinds.
+const (
+	RunStarted = "run_started"
+	RunEnded   = "run_ended"
+)
+
+// RunEvent is the agent's observation that a run (a power-on) of an
+// allocation's container started or ended: what metering bills.
+type RunEvent struct {
+	ID           string     `json:"id"`
+	Kind         string     `json:"kind"`
+	InstanceID   string     `json:"instance_id"`
+	AllocationID string     `json:"allocation_id"`
+	StartedAt    time.Time  `json:"started_at"`
+	EndedAt      *time.Time `json:"ended_at,omitempty"`
 }
 
 // ReportResponse tells the agent the generation the control plane is at, so
 // it can fetch the desired state at once when it is behind.
 type ReportResponse struct {
 	Generation int64 `json:"generation"`
+	// RunsAcked are the ids of the report's run events the control plane
+	// has stored (or refused for good): the agent drops them.
+	RunsAcked []string `json:"runs_acked,omitempty"`
 }

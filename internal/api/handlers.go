@@ -3,6 +3,7 @@ package api
 import (
 	_ "embed"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -381,6 +382,16 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request, host 
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
+	}
+	if s.metering != nil {
+		// Acknowledged run events are dropped by the agent; after a failure
+		// the rest are resent with the next report.
+		acked, err := s.metering.Ingest(r.Context(), host, rep.Runs)
+		resp.RunsAcked = acked
+		if err != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "metering: run events not stored; the agent resends them",
+				slog.String("host", host.ID), slog.String("error", err.Error()))
+		}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

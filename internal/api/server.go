@@ -25,6 +25,7 @@ import (
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
 )
 
@@ -37,6 +38,8 @@ type Config struct {
 	Billing *billing.Service
 	// Academic runs academic verification.
 	Academic *academic.Service
+	// Metering takes agents' run events.
+	Metering *metering.Service
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -57,6 +60,7 @@ type Server struct {
 	fleet    *fleet.Service
 	billing  *billing.Service
 	academic *academic.Service
+	metering *metering.Service
 	store    gpurent.Store
 	log      *slog.Logger
 	reg      *prometheus.Registry
@@ -86,6 +90,7 @@ func New(cfg Config) *Server {
 		fleet:    cfg.Fleet,
 		billing:  cfg.Billing,
 		academic: cfg.Academic,
+		metering: cfg.Metering,
 		store:    cfg.Store,
 		log:      cfg.Logger,
 		reg:      cfg.Registry,

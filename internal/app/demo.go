@@ -57,26 +57,31 @@ func DemoFleet(c catalog.Catalog, hostsPerType int) []DemoHost {
 	return out
 }
 
-// seedDemoAccounts makes the demo operator and customer unless they exist.
+// seedDemoAccounts makes the demo operator and customer unless they exist,
+// and gives the customer DemoCustomerBalanceFen as an operator credit
+// through the wallet (once: the credit's key makes a restart answer the
+// first one).
 func seedDemoAccounts(ctx context.Context, s *Server) error {
+	accs := make(map[gpurent.Role]*gpurent.Account, 2)
 	for _, a := range []struct {
 		email, name, password string
 		role                  gpurent.Role
-		balance               int64
 	}{
-		{DemoOperatorEmail, "Demo Operator", DemoOperatorPassword, gpurent.RoleOperator, 0},
-		{DemoCustomerEmail, "Demo Customer", DemoCustomerPassword, gpurent.RoleCustomer, DemoCustomerBalanceFen},
+		{DemoOperatorEmail, "Demo Operator", DemoOperatorPassword, gpurent.RoleOperator},
+		{DemoCustomerEmail, "Demo Customer", DemoCustomerPassword, gpurent.RoleCustomer},
 	} {
-		if _, err := s.Store.AccountByEmail(ctx, a.email); err == nil {
-			continue
-		} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		acc, err := s.Store.AccountByEmail(ctx, a.email)
+		if gpurent.IsCode(err, gpurent.CodeNotFound) {
+			acc, err = s.Auth.CreateAccount(ctx, a.email, a.name, a.password, a.role, 0)
+		}
+		if err != nil {
 			return err
 		}
-		if _, err := s.Auth.CreateAccount(ctx, a.email, a.name, a.password, a.role, a.balance); err != nil {
-			return err
-		}
+		accs[a.role] = acc
 	}
-	return nil
+	_, _, err := s.Wallet.Credit(ctx, accs[gpurent.RoleOperator], accs[gpurent.RoleCustomer].ID,
+		DemoCustomerBalanceFen, "demo starting balance", "demo-seed")
+	return err
 }
 
 // RuntimeChoice picks the instance runtime for in-process agents.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/apiv1"
@@ -257,6 +258,19 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("a control-plane restart touched the container: %+v", st)
 	}
 
+	// Metering saw one run, still open, through both restarts.
+	runsOf := func() []gpurent.UsageRun {
+		runs, err := s.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs
+	}
+	eventually(t, "the run reported", func() bool { return len(runsOf()) == 1 })
+	if runs := runsOf(); len(runs) != 1 || runs[0].EndedAt != nil || runs[0].GPUCount != 2 || runs[0].AccountID != in.AccountID {
+		t.Fatalf("runs after the restarts: %+v", runs)
+	}
+
 	// Stop: GPUs go back to the pool, the container and volume stay.
 	if got := alice.instance("stop", id, "--wait"); got.State != "stopped" || len(got.GPUs) != 0 {
 		t.Fatalf("stop: %+v", got)
@@ -265,6 +279,11 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("container still running after stop")
 	}
 	eventually(t, "GPUs released after stop", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
+
+	eventually(t, "the run's end reported", func() bool {
+		runs := runsOf()
+		return len(runs) == 1 && runs[0].EndedAt != nil && runs[0].EndReason == gpurent.RunEndReported
+	})
 
 	// Start: back on the same host, the data is there.
 	got := alice.instance("start", id, "--wait")
@@ -289,4 +308,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("ls still lists the removed instance:\n%s", out)
 	}
 	eventually(t, "GPUs released after rm", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
+	eventually(t, "two runs, both ended", func() bool {
+		runs := runsOf()
+		return len(runs) == 2 && runs[0].EndedAt != nil && runs[1].EndedAt != nil
+	})
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
+	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 // ServerConfig configures a control plane.
@@ -39,6 +41,9 @@ type ServerConfig struct {
 	PollWait time.Duration
 	// HostTimeout: a host silent longer gets no new placements (0: 30 s).
 	HostTimeout time.Duration
+	// PaymentProviders are the gateways customers may top up through
+	// (none: top-ups by operator credit and vouchers only).
+	PaymentProviders []wallet.PaymentProvider
 }
 
 // Server is a running control plane.
@@ -49,6 +54,8 @@ type Server struct {
 	Fleet    *fleet.Service
 	Billing  *billing.Service
 	Academic *academic.Service
+	Wallet   *wallet.Service
+	Metering *metering.Service
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 
@@ -86,8 +93,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
+	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
+		Providers: cfg.PaymentProviders})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
-	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic, Store: s.Store,
+	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout})
+	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
+		Metering: s.Metering, Store: s.Store,
 		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -99,7 +110,13 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.stopWatch, s.watchExited = stopWatch, make(chan struct{})
 	go func() {
 		defer close(s.watchExited)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Metering.Run(watchCtx, 10*time.Second)
+		}()
 		s.Rental.Watch(watchCtx)
+		<-done
 	}()
 	s.http = &http.Server{
 		Handler:           srv.Handler(),

@@ -36,6 +36,10 @@ type Callback struct {
 	Succeeded bool
 }
 
+// maxPaymentIDLen bounds a provider's payment id, so that the top-up's
+// ledger key ("topup:<provider>:<id>") stays within ledger.MaxKeyLen.
+const maxPaymentIDLen = 128
+
 // Provider answers the provider named name.
 func (s *Service) Provider(name string) (PaymentProvider, error) {
 	p, ok := s.providers[name]
@@ -114,7 +118,7 @@ func (s *Service) FailPayment(ctx context.Context, provider, paymentID string, a
 }
 
 func (s *Service) settle(ctx context.Context, provider, paymentID string, amountFen int64, to gpurent.PaymentState) (*PaymentResult, error) {
-	if paymentID == "" || len(paymentID) > MaxKeyLen {
+	if paymentID == "" || len(paymentID) > maxPaymentIDLen {
 		return nil, gpurent.Errorf(gpurent.CodeInvalid, "a payment id of 1 to %d bytes is required", MaxKeyLen)
 	}
 	if _, err := s.Provider(provider); err != nil {

@@ -13,6 +13,8 @@ package wallet
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"strings"
@@ -30,8 +32,8 @@ const (
 	MaxCreditFen int64 = 1_000_000_000
 	// MinPaymentFen is the smallest top-up through a provider: ¥1.
 	MinPaymentFen int64 = 100
-	// MaxKeyLen bounds a caller's idempotency key.
-	MaxKeyLen = 100
+	// MaxKeyLen bounds a caller's idempotency key (the API's bound).
+	MaxKeyLen = 255
 	// MaxReasonLen bounds an operator's reason, in characters.
 	MaxReasonLen = 500
 	// MaxRedemptions bounds a voucher's redemptions.
@@ -144,7 +146,10 @@ func (s *Service) Wallet(ctx context.Context, acc *gpurent.Account) (*View, erro
 		ArrearsFen:       w.ArrearsFen(),
 		BurnRate:         rate,
 		RunningInstances: running,
-		RunwaySeconds:    w.Runway(now, rate),
+		RunwaySeconds:    ledger.NoLimit,
+	}
+	if rate.Fen > 0 {
+		v.RunwaySeconds = w.Runway(now, rate)
 	}
 	if rate.Fen > 0 {
 		per := int64(rate.Per / time.Second)
@@ -296,7 +301,7 @@ func (s *Service) Credit(ctx context.Context, operator *gpurent.Account, account
 		}
 		accountID = acc.ID
 	}
-	tx := &gpurent.LedgerTx{Op: string(ledger.OpTopUp), Key: "credit:" + accountID + ":" + idempotencyKey,
+	tx := &gpurent.LedgerTx{Op: string(ledger.OpTopUp), Key: "credit:" + accountID + ":" + keyPart(idempotencyKey),
 		Customer: accountID, At: s.now(), AmountFen: amountFen, Actor: operator.ID, Note: "operator credit: " + reason}
 	dup, err := s.store.PostLedger(ctx, tx)
 	if err != nil {
@@ -307,6 +312,16 @@ func (s *Service) Credit(ctx context.Context, operator *gpurent.Account, account
 			"reason", reason, "seq", tx.Seq)
 	}
 	return entryOf(tx), dup, nil
+}
+
+// keyPart is a caller's key as part of a ledger key: as it is when short,
+// else its SHA-256, so that the ledger key stays within ledger.MaxKeyLen.
+func keyPart(k string) string {
+	if len(k) <= 64 {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func requireOperator(a *gpurent.Account) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func TestCredit(t *testing.T) {
 	backends(t, func(t *testing.T, f *fixture) {
 		ctx := t.Context()
 		v := f.view(t, f.alice)
-		if v.SpendableFen != 0 || v.RunwaySeconds != 0 || v.BurnFenPerHour != 0 || len(v.Lots) != 0 {
+		if v.SpendableFen != 0 || v.RunwaySeconds != ledger.NoLimit || v.BurnFenPerHour != 0 || len(v.Lots) != 0 {
 			t.Fatalf("empty wallet: %+v", v)
 		}
 		e, dup, err := f.svc.Credit(ctx, f.operator, f.alice.ID, 1_000_000, "welcome", "req-1")
@@ -135,6 +136,16 @@ func TestCredit(t *testing.T) {
 		if byEmail.Key != "credit:"+f.bob.ID+":k-mail" {
 			t.Fatalf("credit by email keyed %q", byEmail.Key)
 		}
+		long := strings.Repeat("k", wallet.MaxKeyLen)
+		e1, _, err := f.svc.Credit(ctx, f.operator, f.bob.ID, 1, "long key", long)
+		must(t, err, "long key")
+		e2, dup, err = f.svc.Credit(ctx, f.operator, f.bob.ID, 1, "long key", long)
+		must(t, err, "long key again")
+		if !dup || e2.Seq != e1.Seq {
+			t.Fatal("a long key did not make the credit idempotent")
+		}
+		_, _, err = f.svc.Credit(ctx, f.operator, f.bob.ID, 1, "too long", long+"k")
+		wantCode(t, err, gpurent.CodeInvalid, "key too long")
 
 		list, err := f.svc.Transactions(ctx, f.alice, 0, 0)
 		must(t, err, "transactions")
@@ -167,13 +178,20 @@ func TestBurnRateAndRunway(t *testing.T) {
 		if v.BurnFenPerHour != 7467 || v.RunningInstances != 2 || v.RunwaySeconds != 10_000*3600/7467 {
 			t.Fatalf("burn %d/h over %d instances, runway %d s", v.BurnFenPerHour, v.RunningInstances, v.RunwaySeconds)
 		}
-		if r := f.view(t, f.bob).RunwaySeconds; r != 0 {
-			t.Fatalf("bob has nothing: runway %d", r)
-		}
-		_, _, err = f.svc.Credit(ctx, f.operator, f.bob.ID, 1, "test", "k")
-		must(t, err, "credit bob")
 		if r := f.view(t, f.bob).RunwaySeconds; r != ledger.NoLimit {
-			t.Fatalf("bob burns nothing: runway %d, want no limit", r)
+			t.Fatalf("bob runs nothing: runway %d, want no limit", r)
+		}
+		// Running with nothing to spend: no runway at all.
+		in := &gpurent.Instance{AccountID: f.bob.ID, Name: "bob-run", Image: "busybox", TypeID: "rtx4090-24g",
+			GPUCount: 1, State: gpurent.StateRunning, Plan: gpurent.PlanHourly}
+		must(t, f.store.CreateInstance(ctx, in), "create instance")
+		if r := f.view(t, f.bob).RunwaySeconds; r != 0 {
+			t.Fatalf("bob has nothing but runs: runway %d, want 0", r)
+		}
+		_, _, err = f.svc.Credit(ctx, f.operator, f.bob.ID, 521, "test", "k")
+		must(t, err, "credit bob")
+		if r := f.view(t, f.bob).RunwaySeconds; r != 3600 {
+			t.Fatalf("bob: one hour of credit, runway %d", r)
 		}
 	})
 }

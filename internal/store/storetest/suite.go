@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"Idempotency", testIdempotency},
 		{"PriceVersions", testPriceVersions},
 		{"Academic", testAcademic},
+		{"UsageRuns", testUsageRuns},
 		{"LedgerPost", testLedgerPost},
 		{"LedgerPostInTx", testLedgerPostInTx},
 		{"LedgerConcurrentDebits", testLedgerConcurrentDebits},

@@ -1,0 +1,164 @@
+// Package metering turns agents' run events into usage runs, exactly once:
+// each event is stored under the id the agent gave it before sending, a
+// replay answers as the original did, and a host that falls silent has its
+// open runs closed at its last heartbeat, so nobody is billed for the
+// unknown. Rating the runs and debiting the wallet build on it
+// (docs/billing.md).
+package metering
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
+)
+
+// MaxEventsPerReport bounds the run events one report may carry.
+const MaxEventsPerReport = 1000
+
+// Config configures the service.
+type Config struct {
+	Store  gpurent.Store
+	Now    func() time.Time
+	Logger *slog.Logger
+	// HostTimeout: a host silent longer has its open runs closed at its
+	// last heartbeat (default 60 s).
+	HostTimeout time.Duration
+}
+
+// Service is the metering service.
+type Service struct{ cfg Config }
+
+// New makes the service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = 60 * time.Second
+	}
+	return &Service{cfg: cfg}
+}
+
+// payloadHash identifies an event's content, to tell a replay (same id,
+// same content) from a corrupted or forged one (same id, other content).
+func payloadHash(e agentproto.RunEvent) string {
+	b, _ := json.Marshal(struct {
+		Kind, Instance, Allocation string
+		Started                    int64
+		Ended                      *int64
+	}{e.Kind, e.InstanceID, e.AllocationID, e.StartedAt.UnixMicro(), endMicros(e.EndedAt)})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func endMicros(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := t.UnixMicro()
+	return &v
+}
+
+// Ingest stores a report's run events and moves the host's open runs'
+// last sign of life to now. It answers the ids the agent may drop: those
+// stored now or before, and those refused for good (logged), so a bad
+// event cannot be resent forever. A store failure returns an error and
+// acknowledges nothing more, so the agent resends.
+func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agentproto.RunEvent) ([]string, error) {
+	now := s.cfg.Now().UTC()
+	if len(events) > MaxEventsPerReport {
+		events = events[:MaxEventsPerReport] // the rest come with the next report
+	}
+	acked := make([]string, 0, len(events))
+	for _, e := range events {
+		if err := s.ingest(ctx, host, e, now); err != nil {
+			switch gpurent.ErrorCode(err) {
+			case gpurent.CodeInvalid, gpurent.CodeConflict, gpurent.CodeNotFound, gpurent.CodeForbidden:
+				s.cfg.Logger.Warn("run event refused", "host", host.ID, "event", e.ID, "err", err)
+			default:
+				return acked, err
+			}
+		}
+		acked = append(acked, e.ID)
+	}
+	if err := s.cfg.Store.TouchRuns(ctx, host.ID, now); err != nil {
+		return acked, err
+	}
+	return acked, nil
+}
+
+func (s *Service) ingest(ctx context.Context, host *gpurent.Host, e agentproto.RunEvent, now time.Time) error {
+	if e.ID == "" || len(e.ID) > 100 {
+		return gpurent.Errorf(gpurent.CodeInvalid, "run event id is required (at most 100 bytes)")
+	}
+	if e.StartedAt.After(now.Add(time.Minute)) || (e.EndedAt != nil && e.EndedAt.After(now.Add(time.Minute))) {
+		return gpurent.Errorf(gpurent.CodeInvalid, "run event %s is in the future", e.ID)
+	}
+	alloc, err := s.cfg.Store.AllocationByID(ctx, e.AllocationID)
+	if err != nil {
+		return err
+	}
+	// An agent reports only its own host's allocations.
+	if alloc.HostID != host.ID || alloc.InstanceID != e.InstanceID {
+		return gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another host or instance", e.ID, e.AllocationID)
+	}
+	in, err := s.cfg.Store.InstanceByID(ctx, e.InstanceID)
+	if err != nil {
+		return err
+	}
+	run := &gpurent.UsageRun{AccountID: in.AccountID, TypeID: in.TypeID, GPUCount: len(alloc.GPUIDs)}
+	ev := &gpurent.RunEvent{ID: e.ID, HostID: host.ID, Kind: e.Kind, InstanceID: e.InstanceID,
+		AllocationID: e.AllocationID, StartedAt: e.StartedAt, EndedAt: e.EndedAt}
+	_, err = s.cfg.Store.IngestRunEvent(ctx, ev, payloadHash(e), run, now)
+	return err
+}
+
+// CloseSilent closes the open runs of every host silent past HostTimeout at
+// their last heartbeat. It returns how many runs it closed.
+func (s *Service) CloseSilent(ctx context.Context) (int, error) {
+	hosts, err := s.cfg.Store.ListHosts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := s.cfg.Now()
+	closed := 0
+	for _, h := range hosts {
+		if h.LastSeenAt != nil && now.Sub(*h.LastSeenAt) <= s.cfg.HostTimeout {
+			continue
+		}
+		n, err := s.cfg.Store.CloseSilentRuns(ctx, h.ID)
+		if err != nil {
+			return closed, err
+		}
+		if n > 0 {
+			s.cfg.Logger.Warn("host silent: its runs are closed at its last heartbeat", "host", h.ID, "runs", n)
+		}
+		closed += n
+	}
+	return closed, nil
+}
+
+// Run closes silent hosts' runs every interval until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.CloseSilent(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("closing silent hosts' runs", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package gpurent
+
+import "time"
+
+// Run event kinds: an agent saw a run of an allocation start, or end.
+const (
+	RunStarted = "run_started"
+	RunEnded   = "run_ended"
+)
+
+// RunEvent is one observation an agent reports about a power-on ("run") of
+// an allocation's container. The agent gives it an ID and keeps it until the
+// control plane acknowledges it, so a retry carries the same ID.
+type RunEvent struct {
+	ID           string
+	HostID       string
+	Kind         string // RunStarted or RunEnded
+	InstanceID   string
+	AllocationID string
+	StartedAt    time.Time
+	EndedAt      *time.Time // RunEnded only
+}
+
+// Run end reasons.
+const (
+	RunEndReported   = "reported"    // the agent reported the end
+	RunEndHostSilent = "host_silent" // closed at the host's last heartbeat
+)
+
+// UsageRun is one power-on of an allocation, the unit metering bills: from
+// StartedAt to EndedAt, or while open, to LastSeenAt at most.
+type UsageRun struct {
+	ID           string // AllocationID + "@" + StartedAt in Unix microseconds
+	InstanceID   string
+	AllocationID string
+	HostID       string
+	AccountID    string
+	TypeID       string
+	GPUCount     int
+	StartedAt    time.Time
+	EndedAt      *time.Time
+	EndReason    string
+	LastSeenAt   time.Time
+}
+
+// UsageRunFilter selects runs; empty fields select all.
+type UsageRunFilter struct {
+	InstanceID string
+	HostID     string
+	OpenOnly   bool
+}

@@ -25,6 +25,7 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/billing",
 		"./internal/academic",
 		"./internal/metering",
+		"./internal/wallet",
 	}
 	forbidden := []string{
 		"database/sql",

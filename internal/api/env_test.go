@@ -28,6 +28,7 @@ import (
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
+	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 const (
@@ -44,6 +45,8 @@ type env struct {
 	rental  *rental.Service
 	fleet   *fleet.Service
 	billing *billing.Service
+	wallet  *wallet.Service
+	fakePay *wallet.FakeProvider
 	srv     *Server
 	h       http.Handler
 	reg     *prometheus.Registry
@@ -87,7 +90,9 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	e.rental = rental.New(rental.Config{Store: st, Logger: log, PollWait: o.pollWait})
 	e.fleet = fleet.New(fleet.Config{Store: st, Logger: log, JoinToken: testJoinToken, OnChange: e.rental.Invalidate})
 	e.billing = billing.New(billing.Config{Store: st, Logger: log})
-	e.srv = New(Config{Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing,
+	e.fakePay = wallet.NewFakeProvider("fake", "test-callback-secret", "http://127.0.0.1:1")
+	e.wallet = wallet.New(wallet.Config{Store: st, Logger: log, Providers: []wallet.PaymentProvider{e.fakePay}})
+	e.srv = New(Config{Wallet: e.wallet, Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing,
 		Academic: academic.New(academic.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
 	e.h = e.srv.Handler()
 	return e
@@ -218,6 +223,14 @@ func (e *env) account(role gpurent.Role, balanceFen int64) user {
 	acc, err := e.auth.CreateAccount(ctx, email, string(role), "password1", role, balanceFen)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if balanceFen > 0 {
+		// The ledger is the balance: a top-up, as an operator's credit.
+		tx := &gpurent.LedgerTx{Op: "topup", Key: "test-seed:" + acc.ID, Customer: acc.ID,
+			At: time.Now(), AmountFen: balanceFen, Note: "test balance"}
+		if _, err := e.st.PostLedger(ctx, tx); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	secret, _, _, err := e.auth.Login(ctx, email, "password1")
 	if err != nil {

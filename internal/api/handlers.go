@@ -62,7 +62,12 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Location", "/api/v1/me")
-		writeJSON(w, http.StatusCreated, accountView(acc))
+		bal, err := s.wallet.SpendableFen(r.Context(), acc.ID)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, accountView(acc, bal))
 	})
 }
 
@@ -94,7 +99,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	resp := apiv1.LoginResponse{Token: secret, Account: accountView(acc)}
+	bal, err := s.wallet.SpendableFen(r.Context(), acc.ID)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	resp := apiv1.LoginResponse{Token: secret, Account: accountView(acc, bal)}
 	if tok.ExpiresAt != nil {
 		t := tok.ExpiresAt.UTC()
 		resp.ExpiresAt = &t
@@ -116,7 +126,12 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMe(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
-	writeJSON(w, http.StatusOK, accountView(acc))
+	bal, err := s.wallet.SpendableFen(r.Context(), acc.ID)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, accountView(acc, bal))
 }
 
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {

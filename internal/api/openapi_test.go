@@ -101,6 +101,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			concrete = strings.Replace(path, "{id}", in.ID, 1)
 		case strings.HasPrefix(path, "/api/v1/hosts/{id}"):
 			concrete = strings.Replace(path, "{id}", h.id, 1)
+		case strings.HasPrefix(path, "/api/v1/accounts/{id}"):
+			concrete = strings.Replace(path, "{id}", op.acc.ID, 1)
+		case strings.HasPrefix(path, "/api/v1/payments/{provider}"):
+			concrete = strings.Replace(path, "{provider}", "fake", 1)
 		case strings.HasPrefix(path, "/api/v1/academic/applications/{id}"):
 			concrete = strings.Replace(path, "{id}", appl.ID, 1)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
+	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 // Config configures the server.
@@ -40,6 +41,9 @@ type Config struct {
 	Academic *academic.Service
 	// Metering takes agents' run events.
 	Metering *metering.Service
+	// Wallet serves balances, credits, vouchers and payments; /me takes
+	// the balance from it.
+	Wallet *wallet.Service
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -59,6 +63,7 @@ type Server struct {
 	rental   *rental.Service
 	fleet    *fleet.Service
 	billing  *billing.Service
+	wallet   *wallet.Service
 	academic *academic.Service
 	metering *metering.Service
 	store    gpurent.Store
@@ -89,6 +94,7 @@ func New(cfg Config) *Server {
 		rental:   cfg.Rental,
 		fleet:    cfg.Fleet,
 		billing:  cfg.Billing,
+		wallet:   cfg.Wallet,
 		academic: cfg.Academic,
 		metering: cfg.Metering,
 		store:    cfg.Store,
@@ -147,6 +153,14 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/academic/applications/{id}", s.user(s.handleAcademicGet)},
 		{"POST", "/api/v1/academic/applications/{id}/approve", s.operator(s.handleAcademicDecide(true))},
 		{"POST", "/api/v1/academic/applications/{id}/reject", s.operator(s.handleAcademicDecide(false))},
+
+		{"GET", "/api/v1/wallet", s.user(s.handleWallet)},
+		{"GET", "/api/v1/wallet/transactions", s.user(s.handleWalletTransactions)},
+		{"POST", "/api/v1/vouchers/redeem", s.user(s.handleRedeemVoucher)},
+		{"POST", "/api/v1/vouchers", s.operator(s.handleCreateVoucher)},
+		{"POST", "/api/v1/payments", s.user(s.handleCreatePayment)},
+		{"POST", "/api/v1/payments/{provider}/callback", s.handlePaymentCallback},
+		{"POST", "/api/v1/accounts/{id}/credit", s.operator(s.handleCredit)},
 
 		{"POST", "/api/v1/instances", s.user(s.handleCreateInstance)},
 		{"GET", "/api/v1/instances", s.user(s.handleListInstances)},

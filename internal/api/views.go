@@ -11,13 +11,15 @@ import (
 
 // This file is the one place domain values become wire values.
 
-func accountView(a *gpurent.Account) apiv1.Account {
+// accountView maps an account; balanceFen is its spendable balance from
+// the ledger (the accounts.balance_fen column is no longer the truth).
+func accountView(a *gpurent.Account, balanceFen int64) apiv1.Account {
 	return apiv1.Account{
 		ID:            a.ID,
 		Email:         a.Email,
 		Name:          a.Name,
 		Role:          string(a.Role),
-		BalanceFen:    a.BalanceFen,
+		BalanceFen:    balanceFen,
 		CreatedAt:     a.CreatedAt.UTC(),
 		AcademicUntil: academicUntil(a),
 	}

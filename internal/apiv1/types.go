@@ -320,3 +320,137 @@ type AcademicApplication struct {
 type AcademicApplicationList struct {
 	Applications []AcademicApplication `json:"applications"`
 }
+
+// Wallet is the answer of GET /wallet: the caller's balances from the
+// ledger, the burn rate of its running instances and the runway.
+type Wallet struct {
+	AccountID string    `json:"account_id"`
+	At        time.Time `json:"at"`
+	// CashFen is money paid in; CreditFen the live promo and SLA credit;
+	// SpendableFen their sum, what instances burn (credit first).
+	CashFen      int64 `json:"cash_fen"`
+	CreditFen    int64 `json:"credit_fen"`
+	SpendableFen int64 `json:"spendable_fen"`
+	// ArrearsFen is what is owed for storage; no instance starts while it
+	// is above zero.
+	ArrearsFen int64 `json:"arrears_fen"`
+	// Credits are the live credit lots in the order they burn.
+	Credits          []CreditLot `json:"credits"`
+	BurnFenPerHour   int64       `json:"burn_fen_per_hour"` // rounded up to the fen
+	RunningInstances int         `json:"running_instances"`
+	// RunwaySeconds is how long the spendable balance lasts at the burn
+	// rate; null when nothing burns.
+	RunwaySeconds *int64 `json:"runway_seconds"`
+}
+
+// CreditLot is one promo or SLA credit grant with what is left of it.
+type CreditLot struct {
+	ID         string    `json:"id"`
+	Kind       string    `json:"kind"` // promo or sla
+	BalanceFen int64     `json:"balance_fen"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// LedgerPosting is one posting of a ledger entry: Account is the account's
+// kind (cash, promo, sla, receivable for the customer; revenue, clearing,
+// breakage, promo_issued, sla_issued for the platform), Lot the credit lot.
+type LedgerPosting struct {
+	Account   string `json:"account"`
+	Lot       string `json:"lot,omitempty"`
+	Platform  bool   `json:"platform"`
+	AmountFen int64  `json:"amount_fen"`
+}
+
+// LedgerEntry is one ledger transaction of the caller.
+type LedgerEntry struct {
+	Seq       int64           `json:"seq"`
+	Key       string          `json:"key"`
+	Op        string          `json:"op"` // topup, grant, debit, expire, settle
+	At        time.Time       `json:"at"`
+	AmountFen int64           `json:"amount_fen"`
+	NetFen    int64           `json:"net_fen"` // the change to the caller's accounts together
+	Charge    string          `json:"charge,omitempty"`
+	Credit    string          `json:"credit,omitempty"`
+	ExpiresAt *time.Time      `json:"expires_at,omitempty"`
+	Lot       string          `json:"lot,omitempty"`
+	Note      string          `json:"note"`
+	Postings  []LedgerPosting `json:"postings"`
+}
+
+// LedgerEntryList is the answer of GET /wallet/transactions, newest first.
+// NextBefore, when set, is the before= of the next page.
+type LedgerEntryList struct {
+	Entries    []LedgerEntry `json:"entries"`
+	NextBefore int64         `json:"next_before,omitempty"`
+}
+
+// CreditRequest is an operator's top-up of an account.
+type CreditRequest struct {
+	AmountFen int64  `json:"amount_fen"`
+	Reason    string `json:"reason"`
+}
+
+// CreateVoucherRequest makes a voucher (operators). Kind is cash (a top-up)
+// or promo (credit that expires with the voucher); MaxRedemptions 1 is a
+// single-use code.
+type CreateVoucherRequest struct {
+	AmountFen      int64     `json:"amount_fen"`
+	Kind           string    `json:"kind"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	MaxRedemptions int       `json:"max_redemptions"`
+}
+
+// Voucher is a redeemable code.
+type Voucher struct {
+	ID             string    `json:"id"`
+	Code           string    `json:"code"` // grouped for people: "7KQ2-M9XD-4RTB"
+	Kind           string    `json:"kind"`
+	AmountFen      int64     `json:"amount_fen"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	MaxRedemptions int       `json:"max_redemptions"`
+	Redemptions    int       `json:"redemptions"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// RedeemVoucherRequest redeems a code; case, spaces and dashes do not
+// matter.
+type RedeemVoucherRequest struct {
+	Code string `json:"code"`
+}
+
+// VoucherRedemption is what redeeming did. AlreadyRedeemed: the caller had
+// redeemed this code before, and Entry is that first redemption.
+type VoucherRedemption struct {
+	Code            string      `json:"code"`
+	Kind            string      `json:"kind"`
+	AmountFen       int64       `json:"amount_fen"`
+	RedeemedAt      time.Time   `json:"redeemed_at"`
+	AlreadyRedeemed bool        `json:"already_redeemed"`
+	Entry           LedgerEntry `json:"entry"`
+}
+
+// CreatePaymentRequest starts a top-up through a payment provider.
+type CreatePaymentRequest struct {
+	Provider  string `json:"provider"`
+	AmountFen int64  `json:"amount_fen"`
+}
+
+// Payment is a top-up through a provider: pending until the provider
+// confirms (or fails) it; the wallet is credited on confirmation only.
+type Payment struct {
+	ID          string     `json:"id"`
+	Provider    string     `json:"provider"`
+	PaymentID   string     `json:"payment_id"`
+	AmountFen   int64      `json:"amount_fen"`
+	State       string     `json:"state"` // pending, confirmed, failed
+	PayURL      string     `json:"pay_url"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ConfirmedAt *time.Time `json:"confirmed_at,omitempty"`
+}
+
+// PaymentCallbackResponse answers a provider's callback. AlreadySettled: the
+// payment was settled by an earlier callback, nothing changed.
+type PaymentCallbackResponse struct {
+	Payment        Payment `json:"payment"`
+	AlreadySettled bool    `json:"already_settled"`
+}

@@ -97,7 +97,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		Providers: cfg.PaymentProviders})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout})
-	srv := api.New(api.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
+	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
 		Metering: s.Metering, Store: s.Store,
 		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
@@ -150,5 +151,78 @@ func (c *Client) hostAction(ctx context.Context, id, action string) (apiv1.Host,
 	}
 	path := "/api/v1/hosts/" + url.PathEscape(id) + action
 	err := c.do(ctx, request{method: http.MethodPost, path: path}, &out)
+	return out, err
+}
+
+// postIdempotent sends a money-moving POST with an Idempotency-Key (key, or
+// a random one when empty) and sends it once more with the same key after
+// a network error, so the server acts at most once.
+func (c *Client) postIdempotent(ctx context.Context, path string, body any, key string, out any) error {
+	if key == "" {
+		key = NewIdempotencyKey()
+	}
+	r := request{method: http.MethodPost, path: path, body: body,
+		header: http.Header{IdempotencyHeader: {key}}, want: []int{http.StatusCreated, http.StatusOK}}
+	err := c.do(ctx, r, out)
+	var netErr *NetworkError
+	if errors.As(err, &netErr) && ctx.Err() == nil {
+		err = c.do(ctx, r, out)
+	}
+	return err
+}
+
+// Wallet returns the caller's wallet: balances, credits, burn rate, runway.
+func (c *Client) Wallet(ctx context.Context) (apiv1.Wallet, error) {
+	var out apiv1.Wallet
+	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/wallet"}, &out)
+	return out, err
+}
+
+// WalletTransactions lists the caller's ledger entries, newest first: at
+// most limit (0: the server's default), before seq before (0: the newest).
+func (c *Client) WalletTransactions(ctx context.Context, before int64, limit int) (apiv1.LedgerEntryList, error) {
+	q := url.Values{}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/api/v1/wallet/transactions"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out apiv1.LedgerEntryList
+	err := c.do(ctx, request{method: http.MethodGet, path: path}, &out)
+	return out, err
+}
+
+// RedeemVoucher redeems a voucher code for the caller.
+func (c *Client) RedeemVoucher(ctx context.Context, code, idempotencyKey string) (apiv1.VoucherRedemption, error) {
+	var out apiv1.VoucherRedemption
+	err := c.postIdempotent(ctx, "/api/v1/vouchers/redeem", apiv1.RedeemVoucherRequest{Code: code}, idempotencyKey, &out)
+	return out, err
+}
+
+// CreateVoucher makes a voucher (operators).
+func (c *Client) CreateVoucher(ctx context.Context, req apiv1.CreateVoucherRequest, idempotencyKey string) (apiv1.Voucher, error) {
+	var out apiv1.Voucher
+	err := c.postIdempotent(ctx, "/api/v1/vouchers", req, idempotencyKey, &out)
+	return out, err
+}
+
+// Credit tops up an account, named by id or e-mail (operators). The
+// Idempotency-Key is the credit's own key: a retry credits once.
+func (c *Client) Credit(ctx context.Context, account string, req apiv1.CreditRequest, idempotencyKey string) (apiv1.LedgerEntry, error) {
+	var out apiv1.LedgerEntry
+	err := c.postIdempotent(ctx, "/api/v1/accounts/"+url.PathEscape(account)+"/credit", req, idempotencyKey, &out)
+	return out, err
+}
+
+// CreatePayment starts a top-up through a payment provider; pay at the
+// answer's PayURL.
+func (c *Client) CreatePayment(ctx context.Context, req apiv1.CreatePaymentRequest, idempotencyKey string) (apiv1.Payment, error) {
+	var out apiv1.Payment
+	err := c.postIdempotent(ctx, "/api/v1/payments", req, idempotencyKey, &out)
 	return out, err
 }

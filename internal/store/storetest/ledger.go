@@ -133,7 +133,10 @@ func testLedgerPost(t *testing.T, s gpurent.Store) {
 		gpurent.CodeNotFound, "unknown customer")
 	wantCode(t, func() error { _, err := s.PostLedger(ctx, topUp(a.ID, "k3", 0)); return err }(),
 		gpurent.CodeInvalid, "zero amount")
-	wantCode(t, func() error { _, err := s.PostLedger(ctx, &gpurent.LedgerTx{Op: "steal", Key: "k4", Customer: a.ID, At: ledgerAt(1)}); return err }(),
+	wantCode(t, func() error {
+		_, err := s.PostLedger(ctx, &gpurent.LedgerTx{Op: "steal", Key: "k4", Customer: a.ID, At: ledgerAt(1)})
+		return err
+	}(),
 		gpurent.CodeInvalid, "unknown op")
 
 	// A promo grant makes a lot with its expiry; a debit burns it first.

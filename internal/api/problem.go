@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -78,6 +79,12 @@ func problemFor(err error, path string) apiv1.Problem {
 // writeProblem answers err as problem+json. Internal causes are logged with
 // the request, never shown.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		// The client went away (an agent ending a long poll, say): nobody
+		// reads the answer, and it is no server error.
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "client gone", slog.String("path", r.URL.Path))
+		return
+	}
 	p := problemFor(err, r.URL.Path)
 	if p.Status >= 500 {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",

@@ -187,6 +187,10 @@ type Queries interface {
 	// RunEndHostSilent, and returns how many it closed.
 	CloseSilentRuns(ctx context.Context, hostID string) (int, error)
 	ListUsageRuns(ctx context.Context, f UsageRunFilter) ([]UsageRun, error)
+	// RecordRunDebit moves the run's DebitedFen from prev to debited and
+	// sets Settled, only if it is still prev (a conflict otherwise): call it
+	// in the transaction that posts the debit to the ledger.
+	RecordRunDebit(ctx context.Context, runID string, prev, debited int64, settled bool) error
 
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error

@@ -41,6 +41,10 @@ type UsageRun struct {
 	EndedAt      *time.Time
 	EndReason    string
 	LastSeenAt   time.Time
+	// DebitedFen is what was posted to the ledger for the run so far;
+	// Settled is set once the run ended and its final debit is posted.
+	DebitedFen int64
+	Settled    bool
 }
 
 // UsageRunFilter selects runs; empty fields select all.
@@ -48,4 +52,6 @@ type UsageRunFilter struct {
 	InstanceID string
 	HostID     string
 	OpenOnly   bool
+	// UnsettledOnly leaves out runs ended and fully debited.
+	UnsettledOnly bool
 }

@@ -118,7 +118,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := ServerConfig{DSN: filepath.Join(dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-e2e",
-		BcryptCost: 4, PollWait: 5 * time.Second}
+		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 300 * time.Millisecond}
 	s, err := StartServer(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +169,9 @@ func TestEndToEnd(t *testing.T) {
 	if out, errOut, err := ops.run("ops-password-12\n", "login", "--email", "ops@e2e.example", "--password-stdin"); err != nil {
 		t.Fatalf("operator login: %v %s%s", err, out, errOut)
 	}
+	// The operator credits alice's wallet: usage is debited from it.
+	ops.must("credit", "alice@lab.example", "1000", "--reason", "e2e")
+
 	var pending apiv1.AcademicApplicationList
 	if err := json.Unmarshal([]byte(ops.must("academic", "ls", "--all", "--state", "pending", "-o", "json")), &pending); err != nil ||
 		len(pending.Applications) != 1 {
@@ -308,8 +311,32 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("ls still lists the removed instance:\n%s", out)
 	}
 	eventually(t, "GPUs released after rm", func() bool { return freeGPUs(t, alice, "h100-80g-sxm") == 16 })
-	eventually(t, "two runs, both ended", func() bool {
+	eventually(t, "two runs, both ended and settled", func() bool {
 		runs := runsOf()
-		return len(runs) == 2 && runs[0].EndedAt != nil && runs[1].EndedAt != nil
+		return len(runs) == 2 && runs[0].Settled && runs[1].Settled
 	})
+	// What the runs cost left the wallet: 2 x H100 for at least the 60 s
+	// minimum of each run, debited exactly once.
+	runs := runsOf()
+	var debited int64
+	for _, r := range runs {
+		if r.DebitedFen <= 0 {
+			t.Errorf("run %s debited %d fen", r.ID, r.DebitedFen)
+		}
+		debited += r.DebitedFen
+	}
+	acc, err := s.Store.AccountByEmail(ctx, "alice@lab.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bal, err := s.Store.LedgerBalances(ctx, acc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bal.CashFen != 100_000-debited {
+		t.Errorf("alice's cash %d fen, want ¥1,000 − %d fen debited", bal.CashFen, debited)
+	}
+	if out := alice.must("wallet", "history"); !strings.Contains(out, "debit") {
+		t.Errorf("wallet history shows no usage debit:\n%s", out)
+	}
 }

@@ -41,6 +41,9 @@ type ServerConfig struct {
 	PollWait time.Duration
 	// HostTimeout: a host silent longer gets no new placements (0: 30 s).
 	HostTimeout time.Duration
+	// BillingInterval is how often runs are billed and silent hosts' runs
+	// closed (0: 10 s; at most 60 s).
+	BillingInterval time.Duration
 	// PaymentProviders are the gateways customers may top up through
 	// (none: top-ups by operator credit and vouchers only).
 	PaymentProviders []wallet.PaymentProvider
@@ -75,6 +78,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.BillingInterval <= 0 || cfg.BillingInterval > time.Minute {
+		cfg.BillingInterval = 10 * time.Second
+	}
 	s := &Server{Store: cfg.Store}
 	if s.Store == nil {
 		st, err := openStore(ctx, cfg.DSN)
@@ -96,7 +102,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		Providers: cfg.PaymentProviders})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
-	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout})
+	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
+		Book: s.Billing, OnShortfall: func(ctx context.Context, id string) {
+			if err := s.Rental.StopUnpaid(ctx, id); err != nil {
+				cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
+			}
+		}})
 	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
 		Metering: s.Metering, Store: s.Store,
 		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
@@ -113,7 +124,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.Metering.Run(watchCtx, 10*time.Second)
+			s.Metering.Run(watchCtx, cfg.BillingInterval)
 		}()
 		s.Rental.Watch(watchCtx)
 		<-done

@@ -29,6 +29,11 @@ type Config struct {
 	// HostTimeout: a host silent longer has its open runs closed at its
 	// last heartbeat (default 60 s).
 	HostTimeout time.Duration
+	// Book, when set, makes Run also bill the runs every pass.
+	Book PriceBook
+	// OnShortfall is told of each running instance whose wallet could not
+	// cover its usage (the app stops it).
+	OnShortfall func(ctx context.Context, instanceID string)
 }
 
 // Service is the metering service.
@@ -147,7 +152,9 @@ func (s *Service) CloseSilent(ctx context.Context) (int, error) {
 	return closed, nil
 }
 
-// Run closes silent hosts' runs every interval until ctx ends.
+// Run closes silent hosts' runs and bills the runs (with Config.Book)
+// every interval until ctx ends. Keep interval at most 60 s: live debits
+// are at most that far apart.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -158,6 +165,19 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 			if _, err := s.CloseSilent(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Error("closing silent hosts' runs", "err", err)
+			}
+			if s.cfg.Book == nil {
+				continue
+			}
+			d, err := s.Bill(ctx, s.cfg.Book)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("billing runs", "err", err)
+			}
+			for _, id := range d.Shortfall {
+				s.cfg.Logger.Warn("wallet exhausted: stopping the instance", "instance", id)
+				if s.cfg.OnShortfall != nil {
+					s.cfg.OnShortfall(ctx, id)
+				}
 			}
 		}
 	}

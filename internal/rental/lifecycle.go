@@ -551,3 +551,18 @@ func finishDelete(ctx context.Context, q gpurent.Queries, in *gpurent.Instance, 
 	in.State, in.StateReason = gpurent.StateDeleted, ""
 	return nil
 }
+
+// StopUnpaid stops an instance whose wallet could not pay for its usage:
+// the system acting, gracefully, the volume kept. Other states are left
+// as they are.
+func (s *Service) StopUnpaid(ctx context.Context, id string) error {
+	_, err := s.apply(ctx, nil, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
+		switch in.State {
+		case gpurent.StateProvisioning, gpurent.StateRunning:
+			in.State, in.StateReason = gpurent.StateStopping, "balance exhausted"
+			return newEvent(in.ID, now, "stopping", "the balance ran out: stopping gracefully; data on the volume is kept"), nil
+		}
+		return nil, nil
+	})
+	return err
+}

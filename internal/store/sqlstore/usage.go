@@ -101,7 +101,7 @@ func (s *Store) CloseSilentRuns(ctx context.Context, hostID string) (int, error)
 // ListUsageRuns lists runs by start.
 func (s *Store) ListUsageRuns(ctx context.Context, f gpurent.UsageRunFilter) ([]gpurent.UsageRun, error) {
 	q := `SELECT id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count, started_at, ended_at, end_reason,
-last_seen_at FROM usage_runs WHERE 1 = 1`
+last_seen_at, debited_fen, settled FROM usage_runs WHERE 1 = 1`
 	var args []any
 	if f.InstanceID != "" {
 		q += ` AND instance_id = ?`
@@ -114,6 +114,9 @@ last_seen_at FROM usage_runs WHERE 1 = 1`
 	if f.OpenOnly {
 		q += ` AND ended_at IS NULL`
 	}
+	if f.UnsettledOnly {
+		q += ` AND NOT settled`
+	}
 	rows, err := s.query(ctx, q+` ORDER BY started_at, id`, args...)
 	if err != nil {
 		return nil, s.dbErr(err, "list usage runs")
@@ -123,7 +126,7 @@ last_seen_at FROM usage_runs WHERE 1 = 1`
 	for rows.Next() {
 		var r gpurent.UsageRun
 		if err := rows.Scan(&r.ID, &r.InstanceID, &r.AllocationID, &r.HostID, &r.AccountID, &r.TypeID, &r.GPUCount,
-			timeCol{&r.StartedAt}, nullTimeCol{&r.EndedAt}, &r.EndReason, timeCol{&r.LastSeenAt}); err != nil {
+			timeCol{&r.StartedAt}, nullTimeCol{&r.EndedAt}, &r.EndReason, timeCol{&r.LastSeenAt}, &r.DebitedFen, &r.Settled); err != nil {
 			return nil, s.dbErr(err, "list usage runs")
 		}
 		out = append(out, r)
@@ -132,4 +135,17 @@ last_seen_at FROM usage_runs WHERE 1 = 1`
 		return nil, s.dbErr(err, "list usage runs")
 	}
 	return out, nil
+}
+
+// RecordRunDebit moves a run's debited amount from prev to debited.
+func (s *Store) RecordRunDebit(ctx context.Context, runID string, prev, debited int64, settled bool) error {
+	n, err := s.execN(ctx, `UPDATE usage_runs SET debited_fen = ?, settled = ? WHERE id = ? AND debited_fen = ? AND NOT settled`,
+		debited, settled, runID, prev)
+	if err != nil {
+		return s.dbErr(err, "record run debit")
+	}
+	if n == 0 {
+		return gpurent.Errorf(gpurent.CodeConflict, "run %s was debited meanwhile", runID)
+	}
+	return nil
 }

@@ -93,6 +93,29 @@ func testUsageRuns(t *testing.T, s gpurent.Store) {
 		t.Errorf("silent run after the late end: %+v", runs)
 	}
 
+	// Debits recorded against a run, optimistically.
+	id0 := runs[0].ID
+	if err := s.RecordRunDebit(ctx, id0, 0, 120, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordRunDebit(ctx, id0, 0, 130, false); !gpurent.IsCode(err, gpurent.CodeConflict) {
+		t.Errorf("a stale debit record: %v, want conflict", err)
+	}
+	if err := s.RecordRunDebit(ctx, id0, 120, 150, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordRunDebit(ctx, id0, 150, 160, true); !gpurent.IsCode(err, gpurent.CodeConflict) {
+		t.Errorf("debiting a settled run: %v, want conflict", err)
+	}
+	unsettled, err := s.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: in.ID, UnsettledOnly: true})
+	if err != nil || len(unsettled) != 1 || unsettled[0].ID == id0 {
+		t.Errorf("unsettled runs: %+v %v", unsettled, err)
+	}
+	all, _ := s.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: in.ID})
+	if all[0].DebitedFen != 150 || !all[0].Settled {
+		t.Errorf("settled run: %+v", all[0])
+	}
+
 	// Replays racing each other store each event once.
 	var wg sync.WaitGroup
 	dups := make(chan bool, 16)

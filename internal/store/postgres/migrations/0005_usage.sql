@@ -23,7 +23,10 @@ CREATE TABLE usage_runs (
     started_at    TIMESTAMPTZ NOT NULL,
     ended_at      TIMESTAMPTZ,
     end_reason    TEXT NOT NULL,
-    last_seen_at  TIMESTAMPTZ NOT NULL
+    last_seen_at  TIMESTAMPTZ NOT NULL,
+    debited_fen   BIGINT NOT NULL DEFAULT 0, -- posted to the ledger so far
+    settled       BOOLEAN NOT NULL DEFAULT FALSE -- ended and fully debited
 );
 CREATE INDEX usage_runs_instance ON usage_runs (instance_id, started_at);
 CREATE INDEX usage_runs_open ON usage_runs (host_id) WHERE ended_at IS NULL;
+CREATE INDEX usage_runs_unsettled ON usage_runs (started_at) WHERE NOT settled;

@@ -228,6 +228,11 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("bob: gpurent %v: want a not-found error, got err=%v\n%s%s", args, err, out, errOut)
 		}
 	}
+	// Bob's wallet is empty: the start gate refuses him.
+	if out, errOut, err := bob.run("", "rent", "--gpu", "h100-80g-sxm", "--count", "1", "--image", image); err == nil ||
+		!strings.Contains(err.Error()+errOut, "payment_required") {
+		t.Errorf("bob rents with an empty wallet: %v\n%s%s", err, out, errOut)
+	}
 	if out := bob.must("ls", "-o", "json"); strings.Contains(out, id) {
 		t.Errorf("bob's ls shows alice's instance: %s", out)
 	}

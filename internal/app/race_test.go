@@ -40,6 +40,11 @@ func registerHosts(t testing.TB, s *Server, prefix, typ string, n int) {
 func customers(t testing.TB, s *Server, n int) []*client.Client {
 	t.Helper()
 	ctx := context.Background()
+	op, err := s.Auth.CreateAccount(ctx, fmt.Sprintf("ops-%d@race.example", time.Now().UnixNano()), "ops", "ops-password-1",
+		gpurent.RoleOperator, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := make([]*client.Client, n)
 	for i := range out {
 		email := fmt.Sprintf("c%03d-%d@race.example", i, time.Now().UnixNano())
@@ -49,6 +54,10 @@ func customers(t testing.TB, s *Server, n int) []*client.Client {
 		}
 		login, err := anon.Login(ctx, apiv1.LoginRequest{Email: email, Password: "race-password"})
 		if err != nil {
+			t.Fatal(err)
+		}
+		// Enough for the start gate (an hour of what they rent) many times.
+		if _, _, err := s.Wallet.Credit(ctx, op, email, 100_000_000, "race test", "seed"); err != nil {
 			t.Fatal(err)
 		}
 		out[i] = client.New(s.URL, login.Token, nil)

@@ -94,13 +94,13 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s.Auth = auth.New(auth.Config{Store: s.Store, Now: cfg.Now, BcryptCost: cfg.BcryptCost})
+	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
+		Providers: cfg.PaymentProviders})
 	s.Rental = rental.New(rental.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout})
+		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Funds: s.Wallet})
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
-	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		Providers: cfg.PaymentProviders})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
 		Book: s.Billing, OnShortfall: func(ctx context.Context, id string) {

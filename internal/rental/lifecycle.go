@@ -47,6 +47,9 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 			return d, false, err
 		}
 	}
+	if err := s.checkFunds(ctx, acc, gt.PriceHourlyFen*int64(r.Count)); err != nil {
+		return nil, false, err
+	}
 	req := sched.Request{
 		TypeID: gt.ID, Count: r.Count, ZoneID: r.ZoneID,
 		CPUMilli: gt.CPUMilliPerGPU * int64(r.Count), MemoryMiB: gt.MemoryMiBPerGPU * int64(r.Count),
@@ -444,6 +447,11 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 	default:
 		return nil, gpurent.Errorf(gpurent.CodeConflict, "instance %s is %s; it can be started once stopped", in.ID, in.State)
 	}
+	if gt, err := s.snap.gpuType(ctx, in.TypeID); err != nil {
+		return nil, err
+	} else if err := s.checkFunds(ctx, acc, gt.PriceHourlyFen*int64(in.GPUCount)); err != nil {
+		return nil, err
+	}
 	var p sched.Placement
 	if in.AllocationID == "" { // package plans keep theirs while stopped
 		req := sched.Request{TypeID: in.TypeID, Count: in.GPUCount, HostID: in.HostID,
@@ -565,4 +573,31 @@ func (s *Service) StopUnpaid(ctx context.Context, id string) error {
 		return nil, nil
 	})
 	return err
+}
+
+// checkFunds is the start gate: at least one hour of the list price must be
+// spendable (operators rent without a wallet check: their usage is the
+// house's).
+func (s *Service) checkFunds(ctx context.Context, acc *gpurent.Account, hourFen int64) error {
+	if s.cfg.Funds == nil || acc.Role == gpurent.RoleOperator {
+		return nil
+	}
+	have, err := s.cfg.Funds.SpendableFen(ctx, acc.ID)
+	if err != nil {
+		return err
+	}
+	if have < hourFen {
+		return gpurent.Errorf(gpurent.CodePaymentRequired,
+			"the wallet holds %s, less than one hour of this rental (%s): top up first (`gpurent wallet`)", cny(have), cny(hourFen))
+	}
+	return nil
+}
+
+// cny prints fen as CNY with integer arithmetic.
+func cny(fen int64) string {
+	sign := ""
+	if fen < 0 {
+		sign, fen = "-", -fen
+	}
+	return fmt.Sprintf("%s¥%d.%02d", sign, fen/100, fen%100)
 }

@@ -9,6 +9,7 @@
 package rental
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,10 +37,18 @@ type Config struct {
 	// HostTimeout is how long a host may be silent and still get new
 	// placements (default 30 s).
 	HostTimeout time.Duration
+	// Funds, when set, gates rent and start: the account must have at
+	// least one hour of the instance's list price to spend.
+	Funds Funds
 	// SnapshotMaxAge bounds how stale the placement snapshot may get before
 	// it is reloaded, so GPUs freed by another control-plane replica are seen
 	// (default 5 s).
 	SnapshotMaxAge time.Duration
+}
+
+// Funds tells what an account can spend (the wallet does).
+type Funds interface {
+	SpendableFen(ctx context.Context, accountID string) (int64, error)
 }
 
 // Service is the rental service. It is safe for concurrent use.

@@ -18,8 +18,9 @@ type Account struct {
 	Name         string
 	Role         Role
 	PasswordHash string
-	// BalanceFen is the wallet balance in fen (1/100 CNY). The billing issue
-	// replaces it with a ledger-derived balance.
+	// BalanceFen is the wallet's spendable balance in fen (1/100 CNY) where
+	// a read fills it from the ledger (the API's account view); the stored
+	// column is no longer the truth and is not read for money.
 	BalanceFen int64
 	CreatedAt  time.Time
 	// AcademicUntil is when the account's academic verification ends; nil

@@ -49,6 +49,7 @@ type UsageRun struct {
 
 // UsageRunFilter selects runs; empty fields select all.
 type UsageRunFilter struct {
+	AccountID  string
 	InstanceID string
 	HostID     string
 	OpenOnly   bool

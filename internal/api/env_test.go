@@ -26,6 +26,7 @@ import (
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 	"github.com/gpurent/gpurent/internal/wallet"
@@ -93,7 +94,8 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	e.fakePay = wallet.NewFakeProvider("fake", "test-callback-secret", "http://127.0.0.1:1")
 	e.wallet = wallet.New(wallet.Config{Store: st, Logger: log, Providers: []wallet.PaymentProvider{e.fakePay}})
 	e.srv = New(Config{Wallet: e.wallet, Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing,
-		Academic: academic.New(academic.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
+		Academic: academic.New(academic.Config{Store: st, Logger: log}),
+		Metering: metering.New(metering.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
 	e.h = e.srv.Handler()
 	return e
 }

@@ -148,6 +148,8 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/prices", s.handleListPrices},
 		{"POST", "/api/v1/prices", s.operator(s.handleAddPrices)},
 
+		{"GET", "/api/v1/statements/{month}", s.user(s.handleStatement)},
+
 		{"POST", "/api/v1/academic/applications", s.user(s.handleAcademicApply)},
 		{"GET", "/api/v1/academic/applications", s.user(s.handleAcademicList)},
 		{"GET", "/api/v1/academic/applications/{id}", s.user(s.handleAcademicGet)},

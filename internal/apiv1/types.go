@@ -454,3 +454,27 @@ type PaymentCallbackResponse struct {
 	Payment        Payment `json:"payment"`
 	AlreadySettled bool    `json:"already_settled"`
 }
+
+// StatementLine is one instance's usage at one rate in a month.
+type StatementLine struct {
+	InstanceID   string `json:"instance_id"`
+	InstanceName string `json:"instance_name"`
+	GPUType      string `json:"gpu_type"`
+	GPUs         int    `json:"gpus"`
+	Window       string `json:"window"` // peak, off-peak, no-gpu
+	RateFen      int64  `json:"rate_fen"`
+	Units        int64  `json:"units"`
+	Seconds      int64  `json:"seconds"`
+	Exact        string `json:"exact_fen"`
+	Fen          int64  `json:"fen"`
+}
+
+// Statement is an account's usage in one calendar month (Asia/Shanghai).
+type Statement struct {
+	AccountID string          `json:"account_id"`
+	Month     string          `json:"month"` // "2026-11"
+	TimeZone  string          `json:"time_zone"`
+	Open      bool            `json:"open"` // the month, or a run in it, is not over
+	Lines     []StatementLine `json:"lines"`
+	TotalFen  int64           `json:"total_fen"`
+}

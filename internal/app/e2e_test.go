@@ -341,6 +341,13 @@ func TestEndToEnd(t *testing.T) {
 	if bal.CashFen != 100_000-debited {
 		t.Errorf("alice's cash %d fen, want ¥1,000 − %d fen debited", bal.CashFen, debited)
 	}
+	var bill apiv1.Statement
+	if err := json.Unmarshal([]byte(alice.must("bill", "-o", "json")), &bill); err != nil || len(bill.Lines) == 0 || bill.TotalFen <= 0 {
+		t.Errorf("this month's statement: %+v %v", bill, err)
+	}
+	if out := alice.must("bill", "--csv"); !strings.HasPrefix(out, "month,instance_id,") || !strings.Contains(out, id) {
+		t.Errorf("statement CSV:\n%s", out)
+	}
 	if out := alice.must("wallet", "history"); !strings.Contains(out, "debit") {
 		t.Errorf("wallet history shows no usage debit:\n%s", out)
 	}

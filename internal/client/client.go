@@ -114,6 +114,9 @@ type request struct {
 	want []int
 }
 
+// rawBody receives an answer as it is, for answers that are not JSON.
+type rawBody []byte
+
 // do sends r and decodes a successful answer into out (nil: discard).
 func (c *Client) do(ctx context.Context, r request, out any) error {
 	var payload []byte
@@ -169,6 +172,10 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return decodeProblem(resp, body)
 	}
 	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*rawBody); ok { // not JSON: CSV and the like
+		*raw = append((*raw)[:0], body...)
 		return nil
 	}
 	if err := json.Unmarshal(body, out); err != nil {

@@ -81,35 +81,18 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 	if err != nil {
 		return 0, false, false, err
 	}
-	start := run.StartedAt.Truncate(time.Second)
 	end := run.LastSeenAt
 	if final {
 		end = *run.EndedAt
 	}
-	end = end.Truncate(time.Second)
-	if end.Before(start) {
-		end = start
-	}
-	segs, err := rating.SplitRun(b, run.TypeID, start, end)
+	start := run.StartedAt.Truncate(time.Second)
+	lines, err := rateRun(b, run, acc, end)
 	if err != nil {
 		return 0, false, false, err
 	}
-	rater, err := rating.NewRater(rating.Terms{Plan: gpurent.PlanHourly, GPUCount: run.GPUCount, Academic: acc.Academic(start)})
+	exact, err := rating.Total(lines)
 	if err != nil {
 		return 0, false, false, err
-	}
-	exact, err := rating.AmountOf(0)
-	if err != nil {
-		return 0, false, false, err
-	}
-	for _, seg := range segs {
-		line, err := rater.Rate(seg)
-		if err != nil {
-			return 0, false, false, err
-		}
-		if exact, err = exact.Add(line.Exact); err != nil {
-			return 0, false, false, err
-		}
 	}
 	delta := rating.DebitSoFar(exact, run.DebitedFen)
 	if final {
@@ -143,4 +126,19 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 		return 0, false, false, err
 	}
 	return delta, short, final, nil
+}
+
+// rateRun rates a run (hourly plan) from its start to end, in whole
+// seconds, at academic prices when the account was verified at its start.
+func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end time.Time) ([]rating.Line, error) {
+	start := run.StartedAt.Truncate(time.Second)
+	end = end.Truncate(time.Second)
+	if end.Before(start) {
+		end = start
+	}
+	segs, err := rating.SplitRun(b, run.TypeID, start, end)
+	if err != nil {
+		return nil, err
+	}
+	return rating.Rate(segs, rating.Terms{Plan: gpurent.PlanHourly, GPUCount: run.GPUCount, Academic: acc.Academic(start)})
 }

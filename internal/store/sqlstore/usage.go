@@ -103,6 +103,10 @@ func (s *Store) ListUsageRuns(ctx context.Context, f gpurent.UsageRunFilter) ([]
 	q := `SELECT id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count, started_at, ended_at, end_reason,
 last_seen_at, debited_fen, settled FROM usage_runs WHERE 1 = 1`
 	var args []any
+	if f.AccountID != "" {
+		q += ` AND account_id = ?`
+		args = append(args, f.AccountID)
+	}
 	if f.InstanceID != "" {
 		q += ` AND instance_id = ?`
 		args = append(args, f.InstanceID)

@@ -1,0 +1,70 @@
+package api
+
+import (
+	"encoding/csv"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/rating"
+)
+
+// handleStatement answers GET /api/v1/statements/{month}[?format=csv]
+// [&account=ID (operators)].
+func (s *Server) handleStatement(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
+	loc, err := rating.LoadBillingZone()
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	month, err := time.ParseInLocation("2006-01", r.PathValue("month"), loc)
+	if err != nil {
+		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "month must look like 2026-11"))
+		return
+	}
+	of := acc
+	if id := r.URL.Query().Get("account"); id != "" && id != acc.ID {
+		if acc.Role != gpurent.RoleOperator {
+			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeForbidden, "only operators read other accounts' statements"))
+			return
+		}
+		if of, err = s.store.AccountByID(r.Context(), id); err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+	}
+	st, err := s.metering.Statement(r.Context(), s.billing, of, month)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	out := apiv1.Statement{AccountID: st.AccountID, Month: st.Month.Format("2006-01"), TimeZone: rating.BillingZone,
+		Open: st.Open, TotalFen: st.TotalFen, Lines: []apiv1.StatementLine{}}
+	for _, l := range st.Lines {
+		out.Lines = append(out.Lines, apiv1.StatementLine{InstanceID: l.InstanceID, InstanceName: l.InstanceName,
+			GPUType: l.TypeID, GPUs: l.GPUCount, Window: l.Window, RateFen: l.RateFen, Units: l.Units,
+			Seconds: l.Seconds, Exact: l.Exact.String(), Fen: l.Fen})
+	}
+	switch r.URL.Query().Get("format") {
+	case "", "json":
+		writeJSON(w, http.StatusOK, out)
+	case "csv":
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="gpurent-`+out.Month+`.csv"`)
+		w.WriteHeader(http.StatusOK)
+		c := csv.NewWriter(w)
+		_ = c.Write([]string{"month", "instance_id", "instance_name", "gpu_type", "gpus", "window", "rate_fen_per_hour",
+			"units", "seconds", "exact_fen", "amount_fen"})
+		for _, l := range out.Lines {
+			_ = c.Write([]string{out.Month, l.InstanceID, l.InstanceName, l.GPUType, strconv.Itoa(l.GPUs), l.Window,
+				strconv.FormatInt(l.RateFen, 10), strconv.FormatInt(l.Units, 10), strconv.FormatInt(l.Seconds, 10),
+				l.Exact, strconv.FormatInt(l.Fen, 10)})
+		}
+		_ = c.Write([]string{out.Month, "", "", "", "", "total", "", "", "", "", strconv.FormatInt(out.TotalFen, 10)})
+		c.Flush()
+	default:
+		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "format must be json or csv"))
+	}
+}

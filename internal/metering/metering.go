@@ -74,56 +74,69 @@ func endMicros(t *time.Time) *int64 {
 }
 
 // Ingest stores a report's run events and moves the host's open runs'
-// last sign of life to now. It answers the ids the agent may drop: those
-// stored now or before, and those refused for good (logged), so a bad
-// event cannot be resent forever. A store failure returns an error and
-// acknowledges nothing more, so the agent resends.
+// last sign of life to now, in one transaction. It answers the ids the
+// agent may drop: those stored now or before, and those refused for good
+// (logged), so a bad event cannot be resent forever. A store failure
+// returns an error and acknowledges nothing, so the agent resends.
 func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agentproto.RunEvent) ([]string, error) {
 	now := s.cfg.Now().UTC()
 	if len(events) > MaxEventsPerReport {
 		events = events[:MaxEventsPerReport] // the rest come with the next report
 	}
 	acked := make([]string, 0, len(events))
-	for _, e := range events {
-		if err := s.ingest(ctx, host, e, now); err != nil {
-			switch gpurent.ErrorCode(err) {
-			case gpurent.CodeInvalid, gpurent.CodeConflict, gpurent.CodeNotFound, gpurent.CodeForbidden:
-				s.cfg.Logger.Warn("run event refused", "host", host.ID, "event", e.ID, "err", err)
-			default:
-				return acked, err
+	err := s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
+		acked = acked[:0]
+		runs := map[string]*gpurent.UsageRun{} // by allocation: one lookup per report
+		for _, e := range events {
+			if err := s.ingest(ctx, q, host, e, now, runs); err != nil {
+				switch gpurent.ErrorCode(err) {
+				case gpurent.CodeInvalid, gpurent.CodeConflict, gpurent.CodeNotFound, gpurent.CodeForbidden:
+					s.cfg.Logger.Warn("run event refused", "host", host.ID, "event", e.ID, "err", err)
+				default:
+					return err
+				}
 			}
+			acked = append(acked, e.ID)
 		}
-		acked = append(acked, e.ID)
-	}
-	if err := s.cfg.Store.TouchRuns(ctx, host.ID, now); err != nil {
-		return acked, err
+		return q.TouchRuns(ctx, host.ID, now)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return acked, nil
 }
 
-func (s *Service) ingest(ctx context.Context, host *gpurent.Host, e agentproto.RunEvent, now time.Time) error {
+func (s *Service) ingest(ctx context.Context, q gpurent.Queries, host *gpurent.Host, e agentproto.RunEvent, now time.Time,
+	runs map[string]*gpurent.UsageRun) error {
 	if e.ID == "" || len(e.ID) > 100 {
 		return gpurent.Errorf(gpurent.CodeInvalid, "run event id is required (at most 100 bytes)")
 	}
 	if e.StartedAt.After(now.Add(time.Minute)) || (e.EndedAt != nil && e.EndedAt.After(now.Add(time.Minute))) {
 		return gpurent.Errorf(gpurent.CodeInvalid, "run event %s is in the future", e.ID)
 	}
-	alloc, err := s.cfg.Store.AllocationByID(ctx, e.AllocationID)
-	if err != nil {
-		return err
+	run, ok := runs[e.AllocationID]
+	if !ok {
+		alloc, err := q.AllocationByID(ctx, e.AllocationID)
+		if err != nil {
+			return err
+		}
+		// An agent reports only its own host's allocations.
+		if alloc.HostID != host.ID {
+			return gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another host", e.ID, e.AllocationID)
+		}
+		in, err := q.InstanceByID(ctx, alloc.InstanceID)
+		if err != nil {
+			return err
+		}
+		run = &gpurent.UsageRun{InstanceID: in.ID, AccountID: in.AccountID, TypeID: in.TypeID, GPUCount: len(alloc.GPUIDs)}
+		runs[e.AllocationID] = run
 	}
-	// An agent reports only its own host's allocations.
-	if alloc.HostID != host.ID || alloc.InstanceID != e.InstanceID {
-		return gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another host or instance", e.ID, e.AllocationID)
+	if run.InstanceID != e.InstanceID {
+		return gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another instance", e.ID, e.AllocationID)
 	}
-	in, err := s.cfg.Store.InstanceByID(ctx, e.InstanceID)
-	if err != nil {
-		return err
-	}
-	run := &gpurent.UsageRun{AccountID: in.AccountID, TypeID: in.TypeID, GPUCount: len(alloc.GPUIDs)}
 	ev := &gpurent.RunEvent{ID: e.ID, HostID: host.ID, Kind: e.Kind, InstanceID: e.InstanceID,
 		AllocationID: e.AllocationID, StartedAt: e.StartedAt, EndedAt: e.EndedAt}
-	_, err = s.cfg.Store.IngestRunEvent(ctx, ev, payloadHash(e), run, now)
+	_, err := q.IngestRunEvent(ctx, ev, payloadHash(e), run, now)
 	return err
 }
 

@@ -192,6 +192,12 @@ type Queries interface {
 	// in the transaction that posts the debit to the ledger.
 	RecordRunDebit(ctx context.Context, runID string, prev, debited int64, settled bool) error
 
+	// Spend limits. DebitsBetween sums the customer's ledger debits (what
+	// was asked, whether or not the wallet covered it) with At in [from, to).
+	SpendLimits(ctx context.Context, accountID string) (SpendLimits, error)
+	SetSpendLimits(ctx context.Context, accountID string, l SpendLimits) error
+	DebitsBetween(ctx context.Context, customer string, from, to time.Time) (int64, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

@@ -122,3 +122,12 @@ type Payment struct {
 	CreatedAt   time.Time
 	ConfirmedAt *time.Time // set when it left pending (confirmed or failed)
 }
+
+// SpendLimits are caps a customer sets on usage debits, per calendar day and
+// month in Asia/Shanghai (0: no cap). Reaching one refuses new rentals and,
+// with StopRunning, stops the running instances too.
+type SpendLimits struct {
+	DailyFen    int64
+	MonthlyFen  int64
+	StopRunning bool
+}

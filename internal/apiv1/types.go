@@ -478,3 +478,21 @@ type Statement struct {
 	Lines     []StatementLine `json:"lines"`
 	TotalFen  int64           `json:"total_fen"`
 }
+
+// SpendLimits are a customer's caps on usage per calendar day and month in
+// Asia/Shanghai (0: none), with what was spent so far.
+type SpendLimits struct {
+	DailyFen      int64  `json:"daily_fen"`
+	MonthlyFen    int64  `json:"monthly_fen"`
+	StopRunning   bool   `json:"stop_running"` // reaching a cap stops running instances too
+	SpentTodayFen int64  `json:"spent_today_fen"`
+	SpentMonthFen int64  `json:"spent_month_fen"`
+	Reached       string `json:"reached,omitempty"` // "daily" or "monthly"
+}
+
+// SetSpendLimitsRequest sets the caps.
+type SetSpendLimitsRequest struct {
+	DailyFen    int64 `json:"daily_fen"`
+	MonthlyFen  int64 `json:"monthly_fen"`
+	StopRunning bool  `json:"stop_running"`
+}

@@ -103,7 +103,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
-		Book: s.Billing, OnShortfall: func(ctx context.Context, id string) {
+		Book: s.Billing, MustStop: s.Wallet.StopAtCap, OnShortfall: func(ctx context.Context, id string) {
 			if err := s.Rental.StopUnpaid(ctx, id); err != nil {
 				cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
 			}

@@ -32,8 +32,12 @@ type Config struct {
 	// Book, when set, makes Run also bill the runs every pass.
 	Book PriceBook
 	// OnShortfall is told of each running instance whose wallet could not
-	// cover its usage (the app stops it).
+	// cover its usage, or whose account reached a spend limit it wants
+	// enforced on running instances (the app stops it).
 	OnShortfall func(ctx context.Context, instanceID string)
+	// MustStop, when set, says whether an account's running instances must
+	// stop (a spend limit reached, with stop-running chosen).
+	MustStop func(ctx context.Context, accountID string) (bool, error)
 }
 
 // Service is the metering service.
@@ -140,6 +144,33 @@ func (s *Service) ingest(ctx context.Context, q gpurent.Queries, host *gpurent.H
 	return err
 }
 
+// OverLimit lists the running (metered, open) instances of accounts that
+// must stop at their spend limit.
+func (s *Service) OverLimit(ctx context.Context) ([]string, error) {
+	if s.cfg.MustStop == nil {
+		return nil, nil
+	}
+	open, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{OpenOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	verdict := map[string]bool{}
+	var out []string
+	for _, r := range open {
+		stop, ok := verdict[r.AccountID]
+		if !ok {
+			if stop, err = s.cfg.MustStop(ctx, r.AccountID); err != nil {
+				return out, err
+			}
+			verdict[r.AccountID] = stop
+		}
+		if stop {
+			out = append(out, r.InstanceID)
+		}
+	}
+	return out, nil
+}
+
 // CloseSilent closes the open runs of every host silent past HostTimeout at
 // their last heartbeat. It returns how many runs it closed.
 func (s *Service) CloseSilent(ctx context.Context) (int, error) {
@@ -188,6 +219,16 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			}
 			for _, id := range d.Shortfall {
 				s.cfg.Logger.Warn("wallet exhausted: stopping the instance", "instance", id)
+				if s.cfg.OnShortfall != nil {
+					s.cfg.OnShortfall(ctx, id)
+				}
+			}
+			stop, err := s.OverLimit(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("checking spend limits", "err", err)
+			}
+			for _, id := range stop {
+				s.cfg.Logger.Warn("spend limit reached: stopping the instance", "instance", id)
 				if s.cfg.OnShortfall != nil {
 					s.cfg.OnShortfall(ctx, id)
 				}

@@ -582,6 +582,11 @@ func (s *Service) checkFunds(ctx context.Context, acc *gpurent.Account, hourFen 
 	if s.cfg.Funds == nil || acc.Role == gpurent.RoleOperator {
 		return nil
 	}
+	if gate, ok := s.cfg.Funds.(SpendGate); ok {
+		if err := gate.CheckSpend(ctx, acc.ID); err != nil {
+			return err
+		}
+	}
 	have, err := s.cfg.Funds.SpendableFen(ctx, acc.ID)
 	if err != nil {
 		return err

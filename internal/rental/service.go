@@ -51,6 +51,12 @@ type Funds interface {
 	SpendableFen(ctx context.Context, accountID string) (int64, error)
 }
 
+// SpendGate, when Funds has it too, refuses new spending (a customer's
+// spend limit reached).
+type SpendGate interface {
+	CheckSpend(ctx context.Context, accountID string) error
+}
+
 // Service is the rental service. It is safe for concurrent use.
 type Service struct {
 	cfg   Config

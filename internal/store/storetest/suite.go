@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"PriceVersions", testPriceVersions},
 		{"Academic", testAcademic},
 		{"UsageRuns", testUsageRuns},
+		{"SpendLimits", testSpendLimits},
 		{"LedgerPost", testLedgerPost},
 		{"LedgerPostInTx", testLedgerPostInTx},
 		{"LedgerConcurrentDebits", testLedgerConcurrentDebits},

@@ -1,0 +1,51 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent"
+)
+
+func testSpendLimits(t *testing.T, s gpurent.Store) {
+	ctx := context.Background()
+	acc := SeedAccount(t, s, "capped@example.com")
+	if l, err := s.SpendLimits(ctx, acc.ID); err != nil || l != (gpurent.SpendLimits{}) {
+		t.Fatalf("a new account's limits: %+v %v", l, err)
+	}
+	want := gpurent.SpendLimits{DailyFen: 10_000, MonthlyFen: 200_000, StopRunning: true}
+	if err := s.SetSpendLimits(ctx, acc.ID, want); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.SpendLimits(ctx, acc.ID); err != nil || l != want {
+		t.Fatalf("limits: %+v %v, want %+v", l, err, want)
+	}
+	if err := s.SetSpendLimits(ctx, acc.ID, gpurent.SpendLimits{DailyFen: -1}); !gpurent.IsCode(err, gpurent.CodeInvalid) {
+		t.Errorf("negative cap: %v", err)
+	}
+	if err := s.SetSpendLimits(ctx, "acc-none", want); !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		t.Errorf("unknown account: %v", err)
+	}
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	post := func(key, op string, at time.Time, fen int64) {
+		t.Helper()
+		tx := &gpurent.LedgerTx{Op: op, Key: key, Customer: acc.ID, At: at, AmountFen: fen}
+		if op == "debit" {
+			tx.Charge = "compute"
+		}
+		if _, err := s.PostLedger(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post("top", "topup", day, 100_000)
+	post("d1", "debit", day.Add(time.Hour), 300)
+	post("d2", "debit", day.Add(23*time.Hour), 200)
+	post("d3", "debit", day.Add(24*time.Hour), 999) // the next day
+	if got, err := s.DebitsBetween(ctx, acc.ID, day, day.Add(24*time.Hour)); err != nil || got != 500 {
+		t.Errorf("debits of the day: %d %v, want 500 (top-ups and the next day left out)", got, err)
+	}
+	if got, err := s.DebitsBetween(ctx, "acc-none", day, day.Add(time.Hour)); err != nil || got != 0 {
+		t.Errorf("no debits: %d %v", got, err)
+	}
+}

@@ -198,6 +198,17 @@ type Queries interface {
 	SetSpendLimits(ctx context.Context, accountID string, l SpendLimits) error
 	DebitsBetween(ctx context.Context, customer string, from, to time.Time) (int64, error)
 
+	// Runway alerts. SetRunwayAlert moves the account's alert level from
+	// "from" to "to" and reports whether it did (false: the level was not
+	// "from", another pass moved it first).
+	WebhookURL(ctx context.Context, accountID string) (string, error)
+	SetWebhookURL(ctx context.Context, accountID, url string) error
+	RunwayAlert(ctx context.Context, accountID string) (string, error)
+	SetRunwayAlert(ctx context.Context, accountID, from, to string) (bool, error)
+	AddAccountEvent(ctx context.Context, e *AccountEvent) error
+	// ListAccountEvents returns the newest events first, at most limit.
+	ListAccountEvents(ctx context.Context, accountID string, limit int) ([]AccountEvent, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

@@ -131,3 +131,13 @@ type SpendLimits struct {
 	MonthlyFen  int64
 	StopRunning bool
 }
+
+// AccountEvent is one entry of an account's history: runway alerts, stops
+// for an empty wallet or a spend limit.
+type AccountEvent struct {
+	Seq       int64
+	AccountID string
+	At        time.Time
+	Kind      string
+	Message   string
+}

@@ -159,6 +159,8 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/wallet", s.user(s.handleWallet)},
 		{"GET", "/api/v1/wallet/limits", s.user(s.handleGetLimits)},
 		{"PUT", "/api/v1/wallet/limits", s.user(s.handleSetLimits)},
+		{"GET", "/api/v1/wallet/events", s.user(s.handleAccountEvents)},
+		{"PUT", "/api/v1/wallet/webhook", s.user(s.handleSetWebhook)},
 		{"GET", "/api/v1/wallet/transactions", s.user(s.handleWalletTransactions)},
 		{"POST", "/api/v1/vouchers/redeem", s.user(s.handleRedeemVoucher)},
 		{"POST", "/api/v1/vouchers", s.operator(s.handleCreateVoucher)},

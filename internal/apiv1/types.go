@@ -496,3 +496,22 @@ type SetSpendLimitsRequest struct {
 	MonthlyFen  int64 `json:"monthly_fen"`
 	StopRunning bool  `json:"stop_running"`
 }
+
+// AccountEvent is one entry of an account's history (runway alerts, stops).
+type AccountEvent struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Message string    `json:"message"`
+}
+
+// AccountEvents is the answer of GET /wallet/events: where alerts are
+// posted and the newest events first.
+type AccountEvents struct {
+	WebhookURL string         `json:"webhook_url"`
+	Events     []AccountEvent `json:"events"`
+}
+
+// SetWebhookRequest sets where alerts are posted ("" clears it).
+type SetWebhookRequest struct {
+	URL string `json:"url"`
+}

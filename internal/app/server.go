@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.Auth = auth.New(auth.Config{Store: s.Store, Now: cfg.Now, BcryptCost: cfg.BcryptCost})
 	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		Providers: cfg.PaymentProviders})
+		Providers: cfg.PaymentProviders, Notify: webhookPoster(cfg.Logger)})
 	s.Rental = rental.New(rental.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Funds: s.Wallet})
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
@@ -103,7 +104,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
-		Book: s.Billing, MustStop: s.Wallet.StopAtCap, OnShortfall: func(ctx context.Context, id string) {
+		Book: s.Billing, MustStop: s.Wallet.MustStop, OnShortfall: func(ctx context.Context, id string) {
 			if err := s.Rental.StopUnpaid(ctx, id); err != nil {
 				cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
 			}
@@ -200,4 +201,26 @@ func seedCatalog(ctx context.Context, st gpurent.Store) error {
 		}
 		return nil
 	})
+}
+
+// webhookPoster posts alerts to customers' webhooks: in the background,
+// bounded in time, never retried more than twice; failures are logged.
+func webhookPoster(log *slog.Logger) func(ctx context.Context, url string, body []byte) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	return func(_ context.Context, url string, body []byte) {
+		go func() {
+			for attempt := 0; attempt < 3; attempt++ {
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode < 300 {
+						return
+					}
+					err = fmt.Errorf("status %d", resp.StatusCode)
+				}
+				log.Warn("webhook not delivered", "url", url, "attempt", attempt+1, "err", err)
+				time.Sleep(time.Duration(attempt+1) * time.Second)
+			}
+		}()
+	}
 }

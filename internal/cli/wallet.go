@@ -78,7 +78,7 @@ func (a *app) walletCmd() *cobra.Command {
 		},
 	}
 	cn.addFlags(cmd, true)
-	cmd.AddCommand(a.walletHistoryCmd(), a.walletTopUpCmd(), a.walletLimitsCmd())
+	cmd.AddCommand(a.walletHistoryCmd(), a.walletTopUpCmd(), a.walletLimitsCmd(), a.walletAlertsCmd())
 	return cmd
 }
 

@@ -53,6 +53,9 @@ type Config struct {
 	Providers []PaymentProvider
 	// Random is the source of voucher codes (nil: crypto/rand).
 	Random io.Reader
+	// Notify sends an alert's JSON body to the customer's webhook URL
+	// (the app posts it; nil: alerts are only recorded).
+	Notify func(ctx context.Context, url string, body []byte)
 }
 
 // Service is the wallet service. It is safe for concurrent use.
@@ -62,11 +65,12 @@ type Service struct {
 	log       *slog.Logger
 	providers map[string]PaymentProvider
 	random    io.Reader
+	notify    func(ctx context.Context, url string, body []byte)
 }
 
 // New makes the service.
 func New(cfg Config) *Service {
-	s := &Service{store: cfg.Store, now: cfg.Now, log: cfg.Logger, random: cfg.Random,
+	s := &Service{store: cfg.Store, now: cfg.Now, log: cfg.Logger, random: cfg.Random, notify: cfg.Notify,
 		providers: make(map[string]PaymentProvider)}
 	if s.now == nil {
 		s.now = time.Now

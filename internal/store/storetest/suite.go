@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"Academic", testAcademic},
 		{"UsageRuns", testUsageRuns},
 		{"SpendLimits", testSpendLimits},
+		{"RunwayAlerts", testRunwayAlerts},
 		{"LedgerPost", testLedgerPost},
 		{"LedgerPostInTx", testLedgerPostInTx},
 		{"LedgerConcurrentDebits", testLedgerConcurrentDebits},

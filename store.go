@@ -209,6 +209,10 @@ type Queries interface {
 	// ListAccountEvents returns the newest events first, at most limit.
 	ListAccountEvents(ctx context.Context, accountID string, limit int) ([]AccountEvent, error)
 
+	// Revenue. ListDebits returns every ledger debit with At in [from, to),
+	// oldest first.
+	ListDebits(ctx context.Context, from, to time.Time) ([]Debit, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

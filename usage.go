@@ -56,3 +56,14 @@ type UsageRunFilter struct {
 	// UnsettledOnly leaves out runs ended and fully debited.
 	UnsettledOnly bool
 }
+
+// Debit is one usage debit of the ledger, for revenue reports.
+type Debit struct {
+	Customer  string
+	At        time.Time
+	AmountFen int64 // what was charged
+	// RevenueFen is what reached the platform's revenue account: the
+	// charge less any shortfall the wallet could not cover.
+	RevenueFen int64
+	Key        string
+}

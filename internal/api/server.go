@@ -149,6 +149,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/prices", s.operator(s.handleAddPrices)},
 
 		{"GET", "/api/v1/statements/{month}", s.user(s.handleStatement)},
+		{"GET", "/api/v1/revenue", s.operator(s.handleRevenue)},
 
 		{"POST", "/api/v1/academic/applications", s.user(s.handleAcademicApply)},
 		{"GET", "/api/v1/academic/applications", s.user(s.handleAcademicList)},

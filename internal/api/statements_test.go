@@ -31,3 +31,15 @@ func TestStatementRoute(t *testing.T) {
 		t.Errorf("operator reading bob's: %+v", got)
 	}
 }
+
+func TestRevenueRoute(t *testing.T) {
+	e := newEnv(t)
+	customer, op := e.customer(), e.operator()
+	problem(t, e.do(req{method: "GET", path: "/api/v1/revenue", token: customer.token}), http.StatusForbidden, gpurent.CodeForbidden)
+	problem(t, e.do(req{method: "GET", path: "/api/v1/revenue?from=yesterday", token: op.token}), http.StatusBadRequest, gpurent.CodeInvalid)
+	problem(t, e.do(req{method: "GET", path: "/api/v1/revenue?from=2026-12-01&to=2026-11-01", token: op.token}), http.StatusBadRequest, gpurent.CodeInvalid)
+	rev := decode[apiv1.Revenue](t, e.do(req{method: "GET", path: "/api/v1/revenue?from=2026-11-01&to=2026-12-01", token: op.token}), http.StatusOK)
+	if rev.From != "2026-11-01" || rev.To != "2026-12-01" || rev.TimeZone != "Asia/Shanghai" || rev.TotalFen != 0 || len(rev.Days) != 0 {
+		t.Errorf("an empty month: %+v", rev)
+	}
+}

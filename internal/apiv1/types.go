@@ -515,3 +515,21 @@ type AccountEvents struct {
 type SetWebhookRequest struct {
 	URL string `json:"url"`
 }
+
+// RevenueDay is one day's revenue (Asia/Shanghai), in fen.
+type RevenueDay struct {
+	Day      string           `json:"day"`
+	TotalFen int64            `json:"total_fen"`
+	ByType   map[string]int64 `json:"by_gpu_type"`
+}
+
+// Revenue is the operator's revenue report: usage revenue per day and per
+// GPU type ("other" for debits not from usage).
+type Revenue struct {
+	From     string           `json:"from"`
+	To       string           `json:"to"`
+	TimeZone string           `json:"time_zone"`
+	Days     []RevenueDay     `json:"days"`
+	ByType   map[string]int64 `json:"by_gpu_type"`
+	TotalFen int64            `json:"total_fen"`
+}

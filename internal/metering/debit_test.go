@@ -112,6 +112,16 @@ func TestBillRuns(t *testing.T) {
 			if d, err := w.svc.Bill(ctx, book); err != nil || d.Posted != 0 || d.Settled != 0 {
 				t.Errorf("a settled run was billed again: %+v %v", d, err)
 			}
+			// The operator's revenue: all of it H100 usage on 2026-12-01.
+			loc, _ := rating.LoadBillingZone()
+			rev, err := w.svc.Revenue(ctx, start.Add(-24*time.Hour), start.Add(48*time.Hour), loc)
+			if err != nil || rev.TotalFen != 7139 || rev.ByType["h100-80g-sxm"] != 7139 || len(rev.Days) != 1 ||
+				rev.Days[0].Day != "2026-12-01" {
+				t.Errorf("revenue: %+v %v", rev, err)
+			}
+			if _, err := w.svc.Revenue(ctx, start, start, loc); !gpurent.IsCode(err, gpurent.CodeInvalid) {
+				t.Errorf("an empty range: %v", err)
+			}
 		})
 	}
 }

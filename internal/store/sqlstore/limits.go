@@ -49,3 +49,26 @@ AND at >= ? AND at < ?`, customer, s.ts(from), s.ts(to)).Scan(&sum)
 	}
 	return sum, nil
 }
+
+// ListDebits returns the ledger's debits with At in [from, to), oldest first.
+func (s *Store) ListDebits(ctx context.Context, from, to time.Time) ([]gpurent.Debit, error) {
+	rows, err := s.query(ctx, `SELECT t.customer, t.at, t.amount_fen, t.key,
+COALESCE((SELECT SUM(p.amount_fen) FROM ledger_posting p WHERE p.tx_seq = t.seq AND p.kind = 'revenue'), 0)
+FROM ledger_tx t WHERE t.op = 'debit' AND t.at >= ? AND t.at < ? ORDER BY t.at, t.seq`, s.ts(from), s.ts(to))
+	if err != nil {
+		return nil, s.dbErr(err, "list debits")
+	}
+	defer rows.Close()
+	var out []gpurent.Debit
+	for rows.Next() {
+		var d gpurent.Debit
+		if err := rows.Scan(&d.Customer, timeCol{&d.At}, &d.AmountFen, &d.Key, &d.RevenueFen); err != nil {
+			return nil, s.dbErr(err, "list debits")
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, "list debits")
+	}
+	return out, nil
+}

@@ -48,4 +48,9 @@ func testSpendLimits(t *testing.T, s gpurent.Store) {
 	if got, err := s.DebitsBetween(ctx, "acc-none", day, day.Add(time.Hour)); err != nil || got != 0 {
 		t.Errorf("no debits: %d %v", got, err)
 	}
+	ds, err := s.ListDebits(ctx, day, day.Add(48*time.Hour))
+	if err != nil || len(ds) != 3 || ds[0].Key != "d1" || ds[2].AmountFen != 999 || ds[0].Customer != acc.ID || !ds[1].At.Equal(day.Add(23*time.Hour)) ||
+		ds[0].RevenueFen != 300 {
+		t.Errorf("debits: %+v %v", ds, err)
+	}
 }

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) revenueCmd() *cobra.Command {
+	var (
+		cn       conn
+		from, to string
+	)
+	cmd := &cobra.Command{
+		Use:   "revenue [--from 2026-11-01] [--to 2026-12-01]",
+		Short: "Usage revenue per day and per GPU type (operators; default this month)",
+		Args:  argsError(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			rev, err := c.Revenue(cmd.Context(), from, to)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out(cmd), rev)
+			}
+			fmt.Fprintf(out(cmd), "Revenue %s to %s (%s, to exclusive): %s\n\n", rev.From, rev.To, rev.TimeZone, formatCNY(rev.TotalFen))
+			types := make([]string, 0, len(rev.ByType))
+			for t := range rev.ByType {
+				types = append(types, t)
+			}
+			sort.Strings(types)
+			header := append([]string{"DAY", "TOTAL"}, upper(types)...)
+			t := newTable(out(cmd), header...)
+			for _, d := range rev.Days {
+				row := []string{d.Day, formatCNY(d.TotalFen)}
+				for _, typ := range types {
+					row = append(row, formatCNY(d.ByType[typ]))
+				}
+				t.row(row...)
+			}
+			row := []string{"all", formatCNY(rev.TotalFen)}
+			for _, typ := range types {
+				row = append(row, formatCNY(rev.ByType[typ]))
+			}
+			t.row(row...)
+			return t.flush()
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "first day, e.g. 2026-11-01 (Asia/Shanghai)")
+	cmd.Flags().StringVar(&to, "to", "", "the day after the last, e.g. 2026-12-01")
+	cn.addFlags(cmd, true)
+	return cmd
+}
+
+func upper(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToUpper(s)
+	}
+	return out
+}

@@ -107,7 +107,41 @@ func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agent
 	if err != nil {
 		return nil, err
 	}
+	if s.cfg.Book != nil && len(events) > 0 {
+		// Bill what the report changed now, so the balance shows it at
+		// once rather than at the next pass.
+		instances := map[string]bool{}
+		for _, e := range events {
+			instances[e.InstanceID] = true
+		}
+		s.billInstances(ctx, instances)
+	}
 	return acked, nil
+}
+
+// billInstances bills the unsettled runs of the instances; failures are
+// left to the next pass.
+func (s *Service) billInstances(ctx context.Context, instances map[string]bool) {
+	b, err := s.cfg.Book.Book(ctx)
+	if err != nil {
+		return
+	}
+	now := s.cfg.Now().UTC()
+	for id := range instances {
+		runs, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: id, UnsettledOnly: true})
+		if err != nil {
+			return
+		}
+		for _, run := range runs {
+			_, short, _, err := s.bill(ctx, b, run, now)
+			if err != nil {
+				continue // a conflict with a pass, or a refusal: the next pass retries
+			}
+			if short && run.EndedAt == nil && s.cfg.OnShortfall != nil {
+				s.cfg.OnShortfall(ctx, run.InstanceID)
+			}
+		}
+	}
 }
 
 func (s *Service) ingest(ctx context.Context, q gpurent.Queries, host *gpurent.Host, e agentproto.RunEvent, now time.Time,

@@ -213,6 +213,11 @@ type Queries interface {
 	// oldest first.
 	ListDebits(ctx context.Context, from, to time.Time) ([]Debit, error)
 
+	// Final statements. SaveFinalStatement is a conflict when the month is
+	// final already: a final statement never changes.
+	SaveFinalStatement(ctx context.Context, st *FinalStatement) error
+	FinalStatement(ctx context.Context, accountID, month string) (*FinalStatement, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

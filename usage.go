@@ -67,3 +67,13 @@ type Debit struct {
 	RevenueFen int64
 	Key        string
 }
+
+// FinalStatement is a month's statement as it was finalized: it never
+// changes; usage reported later is corrected on a later month.
+type FinalStatement struct {
+	AccountID   string
+	Month       string // 2026-11
+	TotalFen    int64
+	Lines       []byte // JSON of the lines, as shown
+	FinalizedAt time.Time
+}

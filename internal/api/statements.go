@@ -41,11 +41,15 @@ func (s *Server) handleStatement(w http.ResponseWriter, r *http.Request, acc *gp
 		return
 	}
 	out := apiv1.Statement{AccountID: st.AccountID, Month: st.Month.Format("2006-01"), TimeZone: rating.BillingZone,
-		Open: st.Open, TotalFen: st.TotalFen, Lines: []apiv1.StatementLine{}}
+		Open: st.Open, Final: st.Final, TotalFen: st.TotalFen, Lines: []apiv1.StatementLine{}}
+	if st.Final {
+		t := st.FinalizedAt.UTC()
+		out.FinalizedAt = &t
+	}
 	for _, l := range st.Lines {
 		out.Lines = append(out.Lines, apiv1.StatementLine{InstanceID: l.InstanceID, InstanceName: l.InstanceName,
 			GPUType: l.TypeID, GPUs: l.GPUCount, Window: l.Window, RateFen: l.RateFen, Units: l.Units,
-			Seconds: l.Seconds, Exact: l.Exact.String(), Fen: l.Fen})
+			Seconds: l.Seconds, Exact: l.ExactText, Fen: l.Fen})
 	}
 	switch r.URL.Query().Get("format") {
 	case "", "json":

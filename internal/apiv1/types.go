@@ -461,7 +461,7 @@ type StatementLine struct {
 	InstanceName string `json:"instance_name"`
 	GPUType      string `json:"gpu_type"`
 	GPUs         int    `json:"gpus"`
-	Window       string `json:"window"` // peak, off-peak, no-gpu
+	Window       string `json:"window"` // peak, off-peak, no-gpu, correction
 	RateFen      int64  `json:"rate_fen"`
 	Units        int64  `json:"units"`
 	Seconds      int64  `json:"seconds"`
@@ -471,12 +471,15 @@ type StatementLine struct {
 
 // Statement is an account's usage in one calendar month (Asia/Shanghai).
 type Statement struct {
-	AccountID string          `json:"account_id"`
-	Month     string          `json:"month"` // "2026-11"
-	TimeZone  string          `json:"time_zone"`
-	Open      bool            `json:"open"` // the month, or a run in it, is not over
-	Lines     []StatementLine `json:"lines"`
-	TotalFen  int64           `json:"total_fen"`
+	AccountID string `json:"account_id"`
+	Month     string `json:"month"` // "2026-11"
+	TimeZone  string `json:"time_zone"`
+	Open      bool   `json:"open"` // the month, or a run in it, is not over
+	// Final: stored, never to change; later usage is corrected next month.
+	Final       bool            `json:"final"`
+	FinalizedAt *time.Time      `json:"finalized_at,omitempty"`
+	Lines       []StatementLine `json:"lines"`
+	TotalFen    int64           `json:"total_fen"`
 }
 
 // SpendLimits are a customer's caps on usage per calendar day and month in

@@ -44,8 +44,11 @@ func (a *app) billCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out(cmd), st)
 			}
-			state := "final"
-			if st.Open {
+			state := "complete; made final a day after the month ends"
+			switch {
+			case st.Final:
+				state = "final: it never changes; later usage is corrected next month"
+			case st.Open:
 				state = "open: the month or a run in it is not over"
 			}
 			fmt.Fprintf(out(cmd), "Statement %s (%s), %s\n\n", st.Month, st.TimeZone, state)

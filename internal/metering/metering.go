@@ -178,6 +178,40 @@ func (s *Service) ingest(ctx context.Context, q gpurent.Queries, host *gpurent.H
 	return err
 }
 
+// FinalizeLastMonth makes final the last month's statement of every account
+// that had runs in it, once that month is FinalizeAfter behind.
+func (s *Service) FinalizeLastMonth(ctx context.Context) error {
+	b, err := s.cfg.Book.Book(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now().In(b.Location())
+	last := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, b.Location()).AddDate(0, -1, 0)
+	runs, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		end := r.LastSeenAt
+		if r.EndedAt != nil {
+			end = *r.EndedAt
+		}
+		if seen[r.AccountID] || end.Before(last) || !r.StartedAt.Before(last.AddDate(0, 1, 0)) {
+			continue
+		}
+		seen[r.AccountID] = true
+		acc, err := s.cfg.Store.AccountByID(ctx, r.AccountID)
+		if err != nil {
+			return err
+		}
+		if _, err := s.Finalize(ctx, s.cfg.Book, acc, last); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // OverLimit lists the running (metered, open) instances of accounts that
 // must stop at their spend limit.
 func (s *Service) OverLimit(ctx context.Context) ([]string, error) {
@@ -236,6 +270,7 @@ func (s *Service) CloseSilent(ctx context.Context) (int, error) {
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var finalized time.Time // statements are finalized at most hourly
 	for {
 		select {
 		case <-ctx.Done():
@@ -255,6 +290,12 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 				s.cfg.Logger.Warn("wallet exhausted: stopping the instance", "instance", id)
 				if s.cfg.OnShortfall != nil {
 					s.cfg.OnShortfall(ctx, id)
+				}
+			}
+			if now := s.cfg.Now(); now.Sub(finalized) >= time.Hour {
+				finalized = now
+				if err := s.FinalizeLastMonth(ctx); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Error("finalizing statements", "err", err)
 				}
 			}
 			stop, err := s.OverLimit(ctx)

@@ -2,6 +2,8 @@ package metering
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 
@@ -19,8 +21,9 @@ type StatementLine struct {
 	RateFen      int64  // per unit-hour
 	Units        int64
 	Seconds      int64
-	Exact        rating.Amount
-	Fen          int64 // Exact rounded half-up, once per line
+	Exact        rating.Amount `json:"-"`
+	ExactText    string        // Exact as a fraction of fen
+	Fen          int64         // Exact rounded half-up, once per line
 }
 
 // Statement is an account's usage in one calendar month (Asia/Shanghai),
@@ -33,7 +36,16 @@ type Statement struct {
 	// Open is set while the month has not ended or a run in it is still
 	// open: the statement can still grow.
 	Open bool
+	// Final is set once the month's statement is stored: it never changes
+	// again; usage reported later becomes a correction line on the next
+	// month's statement.
+	Final       bool
+	FinalizedAt time.Time
 }
+
+// FinalizeAfter is how long after a month's end its statement is made
+// final, so that late reports of its last runs still count in it.
+const FinalizeAfter = 24 * time.Hour
 
 // Statement rates the account's runs in the month that holds month. Lines
 // group an instance's seconds at one rate; each is rounded once; the
@@ -44,6 +56,72 @@ func (s *Service) Statement(ctx context.Context, book PriceBook, acc *gpurent.Ac
 	if err != nil {
 		return nil, err
 	}
+	m := month.In(b.Location())
+	key := m.Format("2006-01")
+	if fs, err := s.cfg.Store.FinalStatement(ctx, acc.ID, key); err == nil {
+		st := &Statement{AccountID: acc.ID, Month: time.Date(m.Year(), m.Month(), 1, 0, 0, 0, 0, b.Location()),
+			TotalFen: fs.TotalFen, Final: true, FinalizedAt: fs.FinalizedAt}
+		if err := json.Unmarshal(fs.Lines, &st.Lines); err != nil {
+			return nil, gpurent.WrapError(gpurent.CodeInternal, err, "stored statement %s is unreadable", key)
+		}
+		return st, nil
+	} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		return nil, err
+	}
+	st, err := s.compute(ctx, b, acc, month)
+	if err != nil {
+		return nil, err
+	}
+	// Usage of the month before, reported after its statement was final,
+	// is corrected here.
+	prev := st.Month.AddDate(0, -1, 0)
+	if fs, err := s.cfg.Store.FinalStatement(ctx, acc.ID, prev.Format("2006-01")); err == nil {
+		now, err := s.compute(ctx, b, acc, prev)
+		if err != nil {
+			return nil, err
+		}
+		if diff := now.TotalFen - fs.TotalFen; diff != 0 {
+			st.Lines = append(st.Lines, StatementLine{Window: "correction", InstanceName: "usage of " + prev.Format("2006-01") +
+				" reported after its statement was final", Fen: diff, ExactText: fmt.Sprint(diff)})
+			st.TotalFen += diff
+		}
+	} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Finalize stores the month's statement as final, if the month ended at
+// least FinalizeAfter ago and has no open run; it reports whether it did.
+func (s *Service) Finalize(ctx context.Context, book PriceBook, acc *gpurent.Account, month time.Time) (bool, error) {
+	b, err := book.Book(ctx)
+	if err != nil {
+		return false, err
+	}
+	st, err := s.Statement(ctx, book, acc, month)
+	if err != nil || st.Final {
+		return false, err
+	}
+	end := st.Month.AddDate(0, 1, 0)
+	if s.cfg.Now().Before(end.Add(FinalizeAfter)) || st.Open {
+		return false, nil
+	}
+	// A correction line belongs to the statement being finalized: keep it.
+	lines, err := json.Marshal(st.Lines)
+	if err != nil {
+		return false, err
+	}
+	err = s.cfg.Store.SaveFinalStatement(ctx, &gpurent.FinalStatement{AccountID: acc.ID, Month: st.Month.In(b.Location()).Format("2006-01"),
+		TotalFen: st.TotalFen, Lines: lines, FinalizedAt: s.cfg.Now()})
+	if gpurent.IsCode(err, gpurent.CodeConflict) {
+		return false, nil // another pass finalized it
+	}
+	return err == nil, err
+}
+
+// compute rates the month from the runs.
+func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Account, month time.Time) (*Statement, error) {
+	var err error
 	loc := b.Location()
 	m := month.In(loc)
 	from := time.Date(m.Year(), m.Month(), 1, 0, 0, 0, 0, loc)
@@ -110,6 +188,7 @@ func (s *Service) Statement(ctx context.Context, book PriceBook, acc *gpurent.Ac
 	}
 	for _, l := range lines {
 		l.Fen = l.Exact.RoundHalfUp()
+		l.ExactText = l.Exact.String()
 		st.TotalFen += l.Fen
 		st.Lines = append(st.Lines, *l)
 	}

@@ -56,4 +56,35 @@ func TestStatement(t *testing.T) {
 	if err != nil || len(jan.Lines) != 0 || jan.TotalFen != 0 {
 		t.Fatalf("January: %+v %v", jan, err)
 	}
+
+	// November is not final half a day into December; it is two days in.
+	w.now = time.Date(2026, 12, 1, 12, 0, 0, 0, loc)
+	if ok, err := w.svc.Finalize(ctx, book, acc, nov.Month); err != nil || ok {
+		t.Fatalf("finalized too early: %v %v", ok, err)
+	}
+	w.now = time.Date(2026, 12, 3, 0, 0, 0, 0, loc)
+	if ok, err := w.svc.Finalize(ctx, book, acc, nov.Month); err != nil || !ok {
+		t.Fatalf("finalize: %v %v", ok, err)
+	}
+	if ok, err := w.svc.Finalize(ctx, book, acc, nov.Month); err != nil || ok {
+		t.Fatalf("finalized twice: %v %v", ok, err)
+	}
+	// A late report of a November run (Monday 20:00–21:00, peak: 6,946):
+	// November stays as it was; December carries the correction.
+	late := agentproto.RunEvent{ID: "late", Kind: agentproto.RunEnded, InstanceID: w.in.ID, AllocationID: w.alloc.ID,
+		StartedAt: time.Date(2026, 11, 30, 20, 0, 0, 0, loc)}
+	lateEnd := time.Date(2026, 11, 30, 21, 0, 0, 0, loc)
+	late.EndedAt = &lateEnd
+	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{late}); err != nil {
+		t.Fatal(err)
+	}
+	nov2, err := w.svc.Statement(ctx, book, acc, nov.Month)
+	if err != nil || !nov2.Final || nov2.TotalFen != 2432 || len(nov2.Lines) != 1 {
+		t.Fatalf("final November after a late run: %+v %v", nov2, err)
+	}
+	dec2, err := w.svc.Statement(ctx, book, acc, s2)
+	if err != nil || dec2.TotalFen != 9378+6946 || dec2.Lines[len(dec2.Lines)-1].Window != "correction" ||
+		dec2.Lines[len(dec2.Lines)-1].Fen != 6946 {
+		t.Fatalf("December with the correction: %+v %v", dec2, err)
+	}
 }

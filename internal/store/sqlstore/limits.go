@@ -72,3 +72,33 @@ FROM ledger_tx t WHERE t.op = 'debit' AND t.at >= ? AND t.at < ? ORDER BY t.at, 
 	}
 	return out, nil
 }
+
+// SaveFinalStatement stores a month's final statement, once.
+func (s *Store) SaveFinalStatement(ctx context.Context, st *gpurent.FinalStatement) error {
+	st.FinalizedAt = nowOr(st.FinalizedAt)
+	n, err := s.execN(ctx, `INSERT INTO statements (account_id, month, total_fen, lines, finalized_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING`, st.AccountID, st.Month, st.TotalFen, string(st.Lines), s.ts(st.FinalizedAt))
+	if err != nil {
+		return s.dbErr(err, "save final statement")
+	}
+	if n == 0 {
+		return gpurent.Errorf(gpurent.CodeConflict, "the statement of %s is final already", st.Month)
+	}
+	return nil
+}
+
+// FinalStatement returns a month's final statement.
+func (s *Store) FinalStatement(ctx context.Context, accountID, month string) (*gpurent.FinalStatement, error) {
+	st := &gpurent.FinalStatement{AccountID: accountID, Month: month}
+	var lines string
+	err := s.queryRow(ctx, `SELECT total_fen, lines, finalized_at FROM statements WHERE account_id = ? AND month = ?`,
+		accountID, month).Scan(&st.TotalFen, &lines, timeCol{&st.FinalizedAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, gpurent.Errorf(gpurent.CodeNotFound, "no final statement for %s", month)
+	}
+	if err != nil {
+		return nil, s.dbErr(err, "read final statement")
+	}
+	st.Lines = []byte(lines)
+	return st, nil
+}

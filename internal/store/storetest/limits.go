@@ -48,6 +48,20 @@ func testSpendLimits(t *testing.T, s gpurent.Store) {
 	if got, err := s.DebitsBetween(ctx, "acc-none", day, day.Add(time.Hour)); err != nil || got != 0 {
 		t.Errorf("no debits: %d %v", got, err)
 	}
+	fs := &gpurent.FinalStatement{AccountID: acc.ID, Month: "2026-11", TotalFen: 500, Lines: []byte(`[{"fen":500}]`)}
+	if err := s.SaveFinalStatement(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveFinalStatement(ctx, &gpurent.FinalStatement{AccountID: acc.ID, Month: "2026-11", TotalFen: 1, Lines: []byte(`[]`)}); !gpurent.IsCode(err, gpurent.CodeConflict) {
+		t.Errorf("a final statement changed: %v", err)
+	}
+	if got, err := s.FinalStatement(ctx, acc.ID, "2026-11"); err != nil || got.TotalFen != 500 || string(got.Lines) != `[{"fen":500}]` ||
+		!got.FinalizedAt.Equal(fs.FinalizedAt) {
+		t.Errorf("final statement: %+v %v", got, err)
+	}
+	if _, err := s.FinalStatement(ctx, acc.ID, "2026-10"); !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		t.Errorf("no statement: %v", err)
+	}
 	ds, err := s.ListDebits(ctx, day, day.Add(48*time.Hour))
 	if err != nil || len(ds) != 3 || ds[0].Key != "d1" || ds[2].AmountFen != 999 || ds[0].Customer != acc.ID || !ds[1].At.Equal(day.Add(23*time.Hour)) ||
 		ds[0].RevenueFen != 300 {

@@ -181,8 +181,10 @@ type Queries interface {
 	// stored before with the same payloadHash changes nothing and answers
 	// dup; with another payloadHash it is a conflict.
 	IngestRunEvent(ctx context.Context, e *RunEvent, payloadHash string, run *UsageRun, at time.Time) (dup bool, err error)
-	// TouchRuns moves LastSeenAt of the host's open runs to at.
-	TouchRuns(ctx context.Context, hostID string, at time.Time) error
+	// TouchRun moves the open run's LastSeenAt forward to at: the agent
+	// saw it running then. (Only a run seen running is touched, so a run's
+	// last sign of life never passes its real end.)
+	TouchRun(ctx context.Context, allocationID string, startedAt, at time.Time) error
 	// CloseSilentRuns ends the host's open runs at their LastSeenAt with
 	// RunEndHostSilent, and returns how many it closed.
 	CloseSilentRuns(ctx context.Context, hostID string) (int, error)

@@ -401,7 +401,7 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request, host 
 	if s.metering != nil {
 		// Acknowledged run events are dropped by the agent; after a failure
 		// the rest are resent with the next report.
-		acked, err := s.metering.Ingest(r.Context(), host, rep.Runs)
+		acked, err := s.metering.Ingest(r.Context(), host, rep.Runs, rep.Instances)
 		resp.RunsAcked = acked
 		if err != nil {
 			s.log.LogAttrs(r.Context(), slog.LevelError, "metering: run events not stored; the agent resends them",

@@ -55,7 +55,7 @@ func TestSpendLimits(t *testing.T) {
 	}
 	host := &hosts[0]
 	if _, err := s.Metering.Ingest(ctx, host, []agentproto.RunEvent{{ID: "r1", Kind: agentproto.RunStarted,
-		InstanceID: in.ID, AllocationID: mustAllocation(t, s, in.ID), StartedAt: time.Now().Add(-time.Minute)}}); err != nil {
+		InstanceID: in.ID, AllocationID: mustAllocation(t, s, in.ID), StartedAt: time.Now().Add(-time.Minute)}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	stop, err := s.Metering.OverLimit(ctx)

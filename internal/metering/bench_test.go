@@ -45,7 +45,7 @@ func BenchmarkIngest(b *testing.B) {
 			start := time.Now()
 			for i := 0; i < len(evs); i += 50 {
 				j := min(i+50, len(evs))
-				if _, err := w.svc.Ingest(ctx, w.host, evs[i:j]); err != nil {
+				if _, err := w.svc.Ingest(ctx, w.host, evs[i:j], nil); err != nil {
 					b.Fatal(err)
 				}
 			}

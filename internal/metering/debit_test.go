@@ -66,7 +66,7 @@ func TestBillRuns(t *testing.T) {
 			start := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 			w.now = start.Add(30 * time.Minute)
 			if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{{ID: "s1", Kind: agentproto.RunStarted,
-				InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start}}); err != nil {
+				InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start}}, w.running(start)); err != nil {
 				t.Fatal(err)
 			}
 			// 30 minutes of 2 x 3,473 fen/h: 3,473 fen exactly.
@@ -79,7 +79,7 @@ func TestBillRuns(t *testing.T) {
 			}
 			// 45 minutes: floor(5,209.5) − 3,473 = 1,736.
 			w.now = start.Add(45 * time.Minute)
-			if err := w.st.TouchRuns(ctx, w.host.ID, w.now); err != nil {
+			if err := w.st.TouchRun(ctx, w.alloc.ID, start, w.now); err != nil {
 				t.Fatal(err)
 			}
 			if d, err := w.svc.Bill(ctx, book); err != nil || d.Fen != 1736 {
@@ -90,7 +90,7 @@ func TestBillRuns(t *testing.T) {
 			end := start.Add(time.Hour + 100*time.Second)
 			w.now = end
 			if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{{ID: "e1", Kind: agentproto.RunEnded,
-				InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start, EndedAt: &end}}); err != nil {
+				InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start, EndedAt: &end}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
@@ -135,7 +135,7 @@ func TestBillShortfall(t *testing.T) {
 	start := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	w.now = start.Add(time.Hour)
 	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{{ID: "s1", Kind: agentproto.RunStarted,
-		InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start}}); err != nil {
+		InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start}}, w.running(start)); err != nil {
 		t.Fatal(err)
 	}
 	d, err := w.svc.Bill(ctx, defaultBook(t))
@@ -169,7 +169,7 @@ func TestBillPackagePlan(t *testing.T) {
 	end := start.Add(time.Hour)
 	w.now = end
 	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{{ID: "e1", Kind: agentproto.RunEnded,
-		InstanceID: monthly.ID, AllocationID: alloc.ID, StartedAt: start, EndedAt: &end}}); err != nil {
+		InstanceID: monthly.ID, AllocationID: alloc.ID, StartedAt: start, EndedAt: &end}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	d, err := w.svc.Bill(ctx, defaultBook(t))

@@ -77,12 +77,12 @@ func endMicros(t *time.Time) *int64 {
 	return &v
 }
 
-// Ingest stores a report's run events and moves the host's open runs'
-// last sign of life to now, in one transaction. It answers the ids the
+// Ingest stores a report's run events and moves the last sign of life of
+// the runs the report shows running to now, in one transaction. It answers the ids the
 // agent may drop: those stored now or before, and those refused for good
 // (logged), so a bad event cannot be resent forever. A store failure
 // returns an error and acknowledges nothing, so the agent resends.
-func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agentproto.RunEvent) ([]string, error) {
+func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agentproto.RunEvent, running []agentproto.ActualInstance) ([]string, error) {
 	now := s.cfg.Now().UTC()
 	if len(events) > MaxEventsPerReport {
 		events = events[:MaxEventsPerReport] // the rest come with the next report
@@ -102,7 +102,16 @@ func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agent
 			}
 			acked = append(acked, e.ID)
 		}
-		return q.TouchRuns(ctx, host.ID, now)
+		// Runs the agent sees running now were alive now.
+		for _, a := range running {
+			if a.State != agentproto.StateRunning || a.AllocationID == "" || a.StartedAt.IsZero() {
+				continue
+			}
+			if err := q.TouchRun(ctx, a.AllocationID, a.StartedAt, now); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

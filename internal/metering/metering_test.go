@@ -87,7 +87,7 @@ func TestExactlyOnce(t *testing.T) {
 				if n > len(deliveries) {
 					n = len(deliveries)
 				}
-				acked, err := w.svc.Ingest(ctx, w.host, deliveries[:n])
+				acked, err := w.svc.Ingest(ctx, w.host, deliveries[:n], nil)
 				if err != nil || len(acked) != n {
 					t.Fatalf("ingest: %d of %d acked, %v", len(acked), n, err)
 				}
@@ -102,7 +102,7 @@ func TestExactlyOnce(t *testing.T) {
 			forged := evs[1]
 			later := forged.EndedAt.Add(time.Hour)
 			forged.EndedAt = &later
-			if acked, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{forged}); err != nil || len(acked) != 1 {
+			if acked, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{forged}, nil); err != nil || len(acked) != 1 {
 				t.Fatalf("forged: %v %v", acked, err)
 			}
 			if total2, _ := seconds(t, w.st, w.in.ID); total2 != total {
@@ -127,7 +127,7 @@ func TestRefusals(t *testing.T) {
 		if name == "another host's allocation" {
 			host = w.other
 		}
-		acked, err := w.svc.Ingest(ctx, host, []agentproto.RunEvent{e})
+		acked, err := w.svc.Ingest(ctx, host, []agentproto.RunEvent{e}, nil)
 		if err != nil || len(acked) != 1 {
 			t.Errorf("%s: acked %v err %v; want it refused and acknowledged", name, acked, err)
 		}
@@ -144,7 +144,7 @@ func TestSilentHost(t *testing.T) {
 	w := newWorld(t, storetest.SQLite(t))
 	start := w.now.Add(-10 * time.Minute)
 	e := agentproto.RunEvent{ID: "open-1", Kind: agentproto.RunStarted, InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start}
-	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{e}); err != nil {
+	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{e}, w.running(start)); err != nil {
 		t.Fatal(err)
 	}
 	lastBeat := w.now
@@ -162,4 +162,10 @@ func TestSilentHost(t *testing.T) {
 	if total != int64(lastBeat.Sub(start)/time.Second) {
 		t.Errorf("billed %d s, want %d (to the last heartbeat)", total, int64(lastBeat.Sub(start)/time.Second))
 	}
+}
+
+// running is what the agent's report says of the world's instance: running
+// since start.
+func (w *world) running(start time.Time) []agentproto.ActualInstance {
+	return []agentproto.ActualInstance{{InstanceID: w.in.ID, AllocationID: w.alloc.ID, State: agentproto.StateRunning, StartedAt: start}}
 }

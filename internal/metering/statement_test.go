@@ -28,7 +28,7 @@ func TestStatement(t *testing.T) {
 	ev := func(id string, s, e time.Time) agentproto.RunEvent {
 		return agentproto.RunEvent{ID: id, Kind: agentproto.RunEnded, InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: s, EndedAt: &e}
 	}
-	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{ev("a", s1, e1), ev("b", s2, e2)}); err != nil {
+	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{ev("a", s1, e1), ev("b", s2, e2)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	acc, err := w.st.AccountByID(ctx, w.in.AccountID)
@@ -75,7 +75,7 @@ func TestStatement(t *testing.T) {
 		StartedAt: time.Date(2026, 11, 30, 20, 0, 0, 0, loc)}
 	lateEnd := time.Date(2026, 11, 30, 21, 0, 0, 0, loc)
 	late.EndedAt = &lateEnd
-	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{late}); err != nil {
+	if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{late}, nil); err != nil {
 		t.Fatal(err)
 	}
 	nov2, err := w.svc.Statement(ctx, book, acc, nov.Month)

@@ -53,7 +53,9 @@ payload_hash, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOT
 			dup = true
 			return nil
 		}
-		seen := at
+		// A start says the run was alive at its start, no later: reports
+		// that see it running move its last sign of life (TouchRun).
+		seen := e.StartedAt
 		if e.EndedAt != nil {
 			seen = *e.EndedAt
 		}
@@ -78,10 +80,10 @@ WHERE id = ? AND ended_at IS NULL`, st.tsp(e.EndedAt), gpurent.RunEndReported, s
 	return dup, err
 }
 
-// TouchRuns moves the host's open runs' LastSeenAt forward to at.
-func (s *Store) TouchRuns(ctx context.Context, hostID string, at time.Time) error {
-	_, err := s.exec(ctx, `UPDATE usage_runs SET last_seen_at = ? WHERE host_id = ? AND ended_at IS NULL AND last_seen_at < ?`,
-		s.ts(at), hostID, s.ts(at))
+// TouchRun moves an open run's LastSeenAt forward to at.
+func (s *Store) TouchRun(ctx context.Context, allocationID string, startedAt, at time.Time) error {
+	_, err := s.exec(ctx, `UPDATE usage_runs SET last_seen_at = ? WHERE id = ? AND ended_at IS NULL AND last_seen_at < ?`,
+		s.ts(at), UsageRunID(allocationID, startedAt), s.ts(at))
 	if err != nil {
 		return s.dbErr(err, "touch usage runs")
 	}

@@ -68,10 +68,10 @@ func testUsageRuns(t *testing.T, s gpurent.Store) {
 	if _, err := s.IngestRunEvent(ctx, again, "h2", run, t1.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TouchRuns(ctx, h.ID, t1.Add(10*time.Minute)); err != nil {
+	if err := s.TouchRun(ctx, alloc.ID, t1, t1.Add(10*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TouchRuns(ctx, h.ID, t1.Add(5*time.Minute)); err != nil { // late, out of order: never backwards
+	if err := s.TouchRun(ctx, alloc.ID, t1, t1.Add(5*time.Minute)); err != nil { // late, out of order: never backwards
 		t.Fatal(err)
 	}
 	open, err := s.ListUsageRuns(ctx, gpurent.UsageRunFilter{HostID: h.ID, OpenOnly: true})

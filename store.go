@@ -220,6 +220,12 @@ type Queries interface {
 	SaveFinalStatement(ctx context.Context, st *FinalStatement) error
 	FinalStatement(ctx context.Context, accountID, month string) (*FinalStatement, error)
 
+	// Storage charges. ListVolumeCharges lists every volume with the last
+	// day charged ("" for none); SetVolumeChargedThrough moves it forward
+	// from prev (a conflict when it moved meanwhile).
+	ListVolumeCharges(ctx context.Context) ([]VolumeCharge, error)
+	SetVolumeChargedThrough(ctx context.Context, volumeID, prev, day string) error
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

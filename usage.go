@@ -77,3 +77,10 @@ type FinalStatement struct {
 	Lines       []byte // JSON of the lines, as shown
 	FinalizedAt time.Time
 }
+
+// VolumeCharge is a volume and the last day (2026-11-28, Asia/Shanghai) its
+// storage was charged for, "" before the first charge.
+type VolumeCharge struct {
+	Volume         Volume
+	ChargedThrough string
+}

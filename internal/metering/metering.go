@@ -35,6 +35,10 @@ type Config struct {
 	// cover its usage, or whose account reached a spend limit it wants
 	// enforced on running instances (the app stops it).
 	OnShortfall func(ctx context.Context, instanceID string)
+	// FreeStorageGiB and StorageFenPerGiBDay price data volumes (defaults
+	// DefaultFreeStorageGiB, DefaultStorageFenPerGiBDay).
+	FreeStorageGiB      int
+	StorageFenPerGiBDay int64
 	// MustStop, when set, says whether an account's running instances must
 	// stop (a spend limit reached, with stop-running chosen).
 	MustStop func(ctx context.Context, accountID string) (bool, error)
@@ -53,6 +57,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = 60 * time.Second
+	}
+	if cfg.FreeStorageGiB <= 0 {
+		cfg.FreeStorageGiB = DefaultFreeStorageGiB
+	}
+	if cfg.StorageFenPerGiBDay <= 0 {
+		cfg.StorageFenPerGiBDay = DefaultStorageFenPerGiBDay
 	}
 	return &Service{cfg: cfg}
 }
@@ -305,6 +315,9 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 				finalized = now
 				if err := s.FinalizeLastMonth(ctx); err != nil && ctx.Err() == nil {
 					s.cfg.Logger.Error("finalizing statements", "err", err)
+				}
+				if _, err := s.ChargeStorage(ctx); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Error("charging storage", "err", err)
 				}
 			}
 			stop, err := s.OverLimit(ctx)

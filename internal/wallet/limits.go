@@ -69,8 +69,17 @@ func (s *Service) SetLimits(ctx context.Context, acc *gpurent.Account, l gpurent
 	return s.limits(ctx, acc.ID)
 }
 
-// CheckSpend refuses new spending once a cap is reached.
+// CheckSpend refuses new spending while the account owes storage
+// (arrears) or once a cap is reached.
 func (s *Service) CheckSpend(ctx context.Context, accountID string) error {
+	bal, err := s.store.LedgerBalances(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	if bal.ReceivableFen < 0 {
+		return gpurent.Errorf(gpurent.CodePaymentRequired, "the account owes %s for storage: top up to pay it before starting anything",
+			FormatCNY(-bal.ReceivableFen))
+	}
 	v, err := s.limits(ctx, accountID)
 	if err != nil {
 		return err

@@ -102,3 +102,38 @@ func (s *Store) FinalStatement(ctx context.Context, accountID, month string) (*g
 	st.Lines = []byte(lines)
 	return st, nil
 }
+
+// ListVolumeCharges lists every volume with the last day charged.
+func (s *Store) ListVolumeCharges(ctx context.Context) ([]gpurent.VolumeCharge, error) {
+	rows, err := s.query(ctx, `SELECT `+volumeCols+`, charged_through FROM volumes ORDER BY created_at, id`)
+	if err != nil {
+		return nil, s.dbErr(err, "list volumes")
+	}
+	defer rows.Close()
+	var out []gpurent.VolumeCharge
+	for rows.Next() {
+		var vc gpurent.VolumeCharge
+		v := &vc.Volume
+		if err := rows.Scan(&v.ID, &v.InstanceID, &v.AccountID, &v.HostID, &v.SizeGiB, &v.Name, timeCol{&v.CreatedAt},
+			nullTimeCol{&v.DeletedAt}, &vc.ChargedThrough); err != nil {
+			return nil, s.dbErr(err, "list volumes")
+		}
+		out = append(out, vc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, "list volumes")
+	}
+	return out, nil
+}
+
+// SetVolumeChargedThrough moves a volume's last charged day from prev.
+func (s *Store) SetVolumeChargedThrough(ctx context.Context, volumeID, prev, day string) error {
+	n, err := s.execN(ctx, `UPDATE volumes SET charged_through = ? WHERE id = ? AND charged_through = ?`, day, volumeID, prev)
+	if err != nil {
+		return s.dbErr(err, "set volume charge")
+	}
+	if n == 0 {
+		return gpurent.Errorf(gpurent.CodeConflict, "volume %s was charged meanwhile", volumeID)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package metering_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/rating"
+	"github.com/gpurent/gpurent/internal/store/storetest"
+	"github.com/gpurent/gpurent/internal/wallet"
+)
+
+// TestChargeStorage: a 100 GiB volume (50 free) costs 50 fen a day, for
+// every day it existed, once; with no money the account falls into
+// arrears, and arrears stop new spending.
+func TestChargeStorage(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		open func(testing.TB) gpurent.Store
+	}{{"sqlite", storetest.SQLite}, {"postgres", storetest.Postgres}} {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newWorld(t, b.open(t))
+			loc, _ := rating.LoadBillingZone()
+			created := time.Date(2026, 11, 26, 10, 0, 0, 0, loc)
+			vol := &gpurent.Volume{InstanceID: w.in.ID, AccountID: w.in.AccountID, HostID: w.host.ID, SizeGiB: 100, Name: "v", CreatedAt: created}
+			if err := w.st.CreateVolume(ctx, vol); err != nil {
+				t.Fatal(err)
+			}
+			small := &gpurent.Volume{InstanceID: w.in.ID, AccountID: w.in.AccountID, HostID: w.host.ID, SizeGiB: 20, Name: "s", CreatedAt: created}
+			if err := w.st.CreateVolume(ctx, small); err != nil {
+				t.Fatal(err)
+			}
+			w.now = time.Date(2026, 11, 29, 12, 0, 0, 0, loc)
+			n, err := w.svc.ChargeStorage(ctx)
+			if err != nil || n != 3 { // the 26th, 27th and 28th; the small volume is free
+				t.Fatalf("charged %d days (%v), want 3", n, err)
+			}
+			if n, err := w.svc.ChargeStorage(ctx); err != nil || n != 0 {
+				t.Fatalf("charged again: %d %v", n, err)
+			}
+			bal, err := w.st.LedgerBalances(ctx, w.in.AccountID)
+			if err != nil || bal.CashFen != 0 || bal.ReceivableFen != -150 {
+				t.Fatalf("balances: %+v %v; want 150 fen of arrears", bal, err)
+			}
+			ws := wallet.New(wallet.Config{Store: w.st, Now: func() time.Time { return w.now }})
+			if err := ws.CheckSpend(ctx, w.in.AccountID); !gpurent.IsCode(err, gpurent.CodePaymentRequired) {
+				t.Errorf("spending while in arrears: %v", err)
+			}
+			// Deleted on the 29th: the 29th is charged (it existed then), not
+			// the 30th.
+			if err := w.st.MarkVolumeDeleted(ctx, vol.ID, time.Date(2026, 11, 29, 15, 0, 0, 0, loc)); err != nil {
+				t.Fatal(err)
+			}
+			w.now = time.Date(2026, 12, 2, 1, 0, 0, 0, loc)
+			if n, err := w.svc.ChargeStorage(ctx); err != nil || n != 1 {
+				t.Fatalf("after the delete: charged %d (%v), want 1", n, err)
+			}
+		})
+	}
+}

@@ -305,6 +305,11 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			if err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Error("billing runs", "err", err)
 			}
+			_, unpaid, err := s.ChargePackages(ctx, s.cfg.Book)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("charging packages", "err", err)
+			}
+			d.Shortfall = append(d.Shortfall, unpaid...)
 			for _, id := range d.Shortfall {
 				s.cfg.Logger.Warn("wallet exhausted: stopping the instance", "instance", id)
 				if s.cfg.OnShortfall != nil {

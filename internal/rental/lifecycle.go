@@ -47,7 +47,7 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 			return d, false, err
 		}
 	}
-	if err := s.checkFunds(ctx, acc, gt.PriceHourlyFen*int64(r.Count)); err != nil {
+	if err := s.checkFunds(ctx, acc, firstCharge(gt, r.Plan)*int64(r.Count)); err != nil {
 		return nil, false, err
 	}
 	req := sched.Request{
@@ -575,6 +575,20 @@ func (s *Service) StopUnpaid(ctx context.Context, id string) error {
 	return err
 }
 
+// firstCharge is what one GPU costs up front: an hour on the hourly plan,
+// one period of a package.
+func firstCharge(gt *gpurent.GPUType, plan gpurent.Plan) int64 {
+	switch plan {
+	case gpurent.PlanDaily:
+		return gt.PriceDailyFen
+	case gpurent.PlanWeekly:
+		return gt.PriceWeeklyFen
+	case gpurent.PlanMonthly:
+		return gt.PriceMonthlyFen
+	}
+	return gt.PriceHourlyFen
+}
+
 // checkFunds is the start gate: at least one hour of the list price must be
 // spendable (operators rent without a wallet check: their usage is the
 // house's).
@@ -593,7 +607,8 @@ func (s *Service) checkFunds(ctx context.Context, acc *gpurent.Account, hourFen 
 	}
 	if have < hourFen {
 		return gpurent.Errorf(gpurent.CodePaymentRequired,
-			"the wallet holds %s, less than one hour of this rental (%s): top up first (`gpurent wallet`)", cny(have), cny(hourFen))
+			"the wallet holds %s, less than this rental's first charge (%s: an hour, or the package's first period): top up first (`gpurent wallet`)",
+			cny(have), cny(hourFen))
 	}
 	return nil
 }

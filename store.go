@@ -226,6 +226,14 @@ type Queries interface {
 	ListVolumeCharges(ctx context.Context) ([]VolumeCharge, error)
 	SetVolumeChargedThrough(ctx context.Context, volumeID, prev, day string) error
 
+	// Arrears. SetArrears records when the account fell into arrears (nil:
+	// out of them, which also clears the notice); SetArrearsNotice moves
+	// the last release notice sent from prev to notice (false: moved
+	// meanwhile).
+	Arrears(ctx context.Context, accountID string) (since *time.Time, notice string, err error)
+	SetArrears(ctx context.Context, accountID string, since *time.Time) error
+	SetArrearsNotice(ctx context.Context, accountID, prev, notice string) (bool, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

@@ -104,7 +104,13 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
-		Book: s.Billing, MustStop: s.Wallet.MustStop, OnShortfall: func(ctx context.Context, id string) {
+		Book: s.Billing, MustStop: s.Wallet.MustStop, ReviewArrears: s.Wallet.ReviewArrears,
+		OnRelease: func(ctx context.Context, id string) {
+			if err := s.Rental.ReleaseUnpaid(ctx, id); err != nil {
+				cfg.Logger.Error("releasing an instance for arrears", "instance", id, "err", err)
+			}
+		},
+		OnShortfall: func(ctx context.Context, id string) {
 			if err := s.Rental.StopUnpaid(ctx, id); err != nil {
 				cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
 			}

@@ -39,6 +39,11 @@ type Config struct {
 	// DefaultFreeStorageGiB, DefaultStorageFenPerGiBDay).
 	FreeStorageGiB      int
 	StorageFenPerGiBDay int64
+	// ReviewArrears, when set, follows an account in arrears and says
+	// whether its stopped instances must be released (wallet does);
+	// OnRelease releases one (the app deletes it).
+	ReviewArrears func(ctx context.Context, accountID string) (bool, error)
+	OnRelease     func(ctx context.Context, instanceID string)
 	// MustStop, when set, says whether an account's running instances must
 	// stop (a spend limit reached, with stop-running chosen).
 	MustStop func(ctx context.Context, accountID string) (bool, error)
@@ -231,6 +236,43 @@ func (s *Service) FinalizeLastMonth(ctx context.Context) error {
 	return nil
 }
 
+// ReleaseForArrears reviews every account holding a volume and releases
+// the stopped instances of those in arrears past the release time.
+func (s *Service) ReleaseForArrears(ctx context.Context) error {
+	if s.cfg.ReviewArrears == nil {
+		return nil
+	}
+	vols, err := s.cfg.Store.ListVolumeCharges(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, vc := range vols {
+		acc := vc.Volume.AccountID
+		if seen[acc] || vc.Volume.DeletedAt != nil {
+			continue
+		}
+		seen[acc] = true
+		release, err := s.cfg.ReviewArrears(ctx, acc)
+		if err != nil {
+			return err
+		}
+		if !release || s.cfg.OnRelease == nil {
+			continue
+		}
+		ins, err := s.cfg.Store.ListInstances(ctx, gpurent.InstanceFilter{AccountID: acc,
+			States: []gpurent.InstanceState{gpurent.StateStopped, gpurent.StateFailed}})
+		if err != nil {
+			return err
+		}
+		for _, in := range ins {
+			s.cfg.Logger.Warn("releasing an instance for unpaid arrears", "instance", in.ID, "account", acc)
+			s.cfg.OnRelease(ctx, in.ID)
+		}
+	}
+	return nil
+}
+
 // OverLimit lists the running (metered, open) instances of accounts that
 // must stop at their spend limit.
 func (s *Service) OverLimit(ctx context.Context) ([]string, error) {
@@ -323,6 +365,9 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 				}
 				if _, err := s.ChargeStorage(ctx); err != nil && ctx.Err() == nil {
 					s.cfg.Logger.Error("charging storage", "err", err)
+				}
+				if err := s.ReleaseForArrears(ctx); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Error("reviewing arrears", "err", err)
 				}
 			}
 			stop, err := s.OverLimit(ctx)

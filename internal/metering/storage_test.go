@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rating"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 	"github.com/gpurent/gpurent/internal/wallet"
@@ -58,5 +59,31 @@ func TestChargeStorage(t *testing.T) {
 				t.Fatalf("after the delete: charged %d (%v), want 1", n, err)
 			}
 		})
+	}
+}
+
+// TestReleaseForArrears: accounts past their release time have their
+// stopped instances released; running ones are not touched.
+func TestReleaseForArrears(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	w := newWorld(t, st)
+	var released []string
+	svc := metering.New(metering.Config{Store: st, Now: func() time.Time { return w.now },
+		ReviewArrears: func(_ context.Context, acc string) (bool, error) { return acc == w.in.AccountID, nil },
+		OnRelease:     func(_ context.Context, id string) { released = append(released, id) }})
+	stopped := &gpurent.Instance{AccountID: w.in.AccountID, Name: "stopped", Image: "busybox", TypeID: "h100-80g-sxm",
+		GPUCount: 1, State: gpurent.StateStopped, Plan: gpurent.PlanHourly}
+	if err := st.CreateInstance(ctx, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateVolume(ctx, &gpurent.Volume{InstanceID: stopped.ID, AccountID: w.in.AccountID, HostID: w.host.ID, SizeGiB: 80, Name: "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.ReleaseForArrears(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(released) != 1 || released[0] != stopped.ID {
+		t.Errorf("released %v, want only the stopped instance %s", released, stopped.ID)
 	}
 }

@@ -621,3 +621,17 @@ func cny(fen int64) string {
 	}
 	return fmt.Sprintf("%s¥%d.%02d", sign, fen/100, fen%100)
 }
+
+// ReleaseUnpaid deletes a stopped instance and its volume for arrears left
+// unpaid (the system acting, after notices). Other states are left alone.
+func (s *Service) ReleaseUnpaid(ctx context.Context, id string) error {
+	_, err := s.apply(ctx, nil, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
+		if in.State != gpurent.StateStopped && in.State != gpurent.StateFailed {
+			return nil, nil
+		}
+		in.State, in.StateReason = gpurent.StateDeleting, "released: storage arrears unpaid"
+		return newEvent(in.ID, now, "deleting", "released after %d days of unpaid storage arrears; container and volume are removed",
+			15), nil
+	})
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/gpurent/gpurent"
 )
@@ -85,4 +86,42 @@ ORDER BY seq DESC LIMIT ?`, accountID, limit)
 		return nil, s.dbErr(err, "list account events")
 	}
 	return out, nil
+}
+
+// Arrears returns when the account fell into arrears and the last notice.
+func (s *Store) Arrears(ctx context.Context, accountID string) (*time.Time, string, error) {
+	var since *time.Time
+	var notice string
+	err := s.queryRow(ctx, `SELECT arrears_since, arrears_notice FROM accounts WHERE id = ?`, accountID).
+		Scan(nullTimeCol{&since}, &notice)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", notFound("account", accountID)
+	}
+	if err != nil {
+		return nil, "", s.dbErr(err, "read arrears")
+	}
+	return since, notice, nil
+}
+
+// SetArrears records when the account fell into arrears, or (nil) that it
+// is out of them.
+func (s *Store) SetArrears(ctx context.Context, accountID string, since *time.Time) error {
+	n, err := s.execN(ctx, `UPDATE accounts SET arrears_since = ?, arrears_notice = CASE WHEN ? THEN '' ELSE arrears_notice END
+WHERE id = ?`, s.tsp(since), since == nil, accountID)
+	if err != nil {
+		return s.dbErr(err, "set arrears")
+	}
+	if n == 0 {
+		return notFound("account", accountID)
+	}
+	return nil
+}
+
+// SetArrearsNotice moves the last release notice from prev to notice.
+func (s *Store) SetArrearsNotice(ctx context.Context, accountID, prev, notice string) (bool, error) {
+	n, err := s.execN(ctx, `UPDATE accounts SET arrears_notice = ? WHERE id = ? AND arrears_notice = ?`, notice, accountID, prev)
+	if err != nil {
+		return false, s.dbErr(err, "set arrears notice")
+	}
+	return n == 1, nil
 }

@@ -43,4 +43,31 @@ func testRunwayAlerts(t *testing.T, s gpurent.Store) {
 	if err != nil || len(evs) != 2 || evs[0].Kind != "stopped_empty_wallet" || evs[1].Kind != "runway_30m" || !evs[1].At.Equal(t0.Add(time.Minute)) {
 		t.Errorf("events, newest first: %+v %v", evs, err)
 	}
+
+	// Arrears: when they began, and the release notices.
+	if since, notice, err := s.Arrears(ctx, acc.ID); err != nil || since != nil || notice != "" {
+		t.Fatalf("new account's arrears: %v %q %v", since, notice, err)
+	}
+	began := t0.Add(time.Hour)
+	if err := s.SetArrears(ctx, acc.ID, &began); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.SetArrearsNotice(ctx, acc.ID, "", "72h"); err != nil || !ok {
+		t.Fatalf("notice: %v %v", ok, err)
+	}
+	if ok, err := s.SetArrearsNotice(ctx, acc.ID, "", "72h"); err != nil || ok {
+		t.Errorf("the same notice twice: %v %v", ok, err)
+	}
+	if since, notice, err := s.Arrears(ctx, acc.ID); err != nil || since == nil || !since.Equal(began) || notice != "72h" {
+		t.Errorf("arrears: %v %q %v", since, notice, err)
+	}
+	if err := s.SetArrears(ctx, acc.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if since, notice, err := s.Arrears(ctx, acc.ID); err != nil || since != nil || notice != "" {
+		t.Errorf("paid: %v %q %v", since, notice, err)
+	}
+	if err := s.SetArrears(ctx, "acc-none", nil); !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		t.Errorf("unknown account: %v", err)
+	}
 }

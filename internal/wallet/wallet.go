@@ -182,7 +182,8 @@ func walletOf(b *gpurent.LedgerBalances) (*ledger.Wallet, error) {
 	return w, nil
 }
 
-// burnRate sums the hourly prices of the account's running instances.
+// burnRate sums the hourly prices of the account's running instances on
+// the hourly plan (packages are prepaid and burn nothing).
 func (s *Service) burnRate(ctx context.Context, accountID string) (ledger.Rate, int, error) {
 	ins, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{AccountID: accountID,
 		States: []gpurent.InstanceState{gpurent.StateRunning}})
@@ -201,14 +202,22 @@ func (s *Service) burnRate(ctx context.Context, accountID string) (ledger.Rate, 
 		price[t.ID] = t.PriceHourlyFen
 	}
 	rates := make([]ledger.Rate, 0, len(ins))
+	burning := 0
 	for _, in := range ins {
+		if in.Plan != gpurent.PlanHourly && in.Plan != "" {
+			continue // packages are prepaid: they do not burn the wallet
+		}
 		rates = append(rates, ledger.PerHour(price[in.TypeID]*int64(in.GPUCount)))
+		burning++
+	}
+	if burning == 0 {
+		return ledger.PerHour(0), 0, nil
 	}
 	r, err := ledger.BurnRate(rates...)
 	if err != nil {
 		return ledger.Rate{}, 0, gpurent.WrapError(gpurent.CodeInternal, err, "burn rate of %q", accountID)
 	}
-	return r, len(ins), nil
+	return r, burning, nil
 }
 
 // SpendableFen is the account's spendable balance now (cash + live credit).

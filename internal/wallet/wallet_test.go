@@ -172,6 +172,9 @@ func TestBurnRateAndRunway(t *testing.T) {
 		run("h100-80g-sxm", 2, gpurent.StateRunning)
 		run("rtx4090-24g", 1, gpurent.StateRunning)
 		run("h100-80g-sxm", 8, gpurent.StateStopped) // stopped: burns nothing
+		pkg := &gpurent.Instance{AccountID: f.alice.ID, Name: "monthly", Image: "busybox", TypeID: "h100-80g-sxm",
+			GPUCount: 8, State: gpurent.StateRunning, Plan: gpurent.PlanMonthly}
+		must(t, f.store.CreateInstance(ctx, pkg), "create package instance") // prepaid: burns nothing
 		storetest.SeedInstance(t, f.store, f.bob.ID, "bobs")
 		v := f.view(t, f.alice)
 		// 2 × 3473 + 521 = 7467 fen/h; 10,000 fen last 10000×3600/7467 s.

@@ -112,13 +112,7 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 			if _, err := q.PostLedger(ctx, tx); err != nil {
 				return err
 			}
-			var collected int64
-			for _, p := range tx.Postings {
-				if p.Customer == run.AccountID && p.AmountFen < 0 {
-					collected -= p.AmountFen
-				}
-			}
-			short = collected < delta
+			short = collected(tx, run.AccountID) < delta
 		}
 		return q.RecordRunDebit(ctx, run.ID, run.DebitedFen, run.DebitedFen+delta, final)
 	})
@@ -141,4 +135,16 @@ func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end tim
 		return nil, err
 	}
 	return rating.Rate(segs, rating.Terms{Plan: gpurent.PlanHourly, GPUCount: run.GPUCount, Academic: acc.Academic(start)})
+}
+
+// collected is what a posted debit took from the customer's accounts; less
+// than its amount means the wallet could not cover it.
+func collected(tx *gpurent.LedgerTx, customer string) int64 {
+	var fen int64
+	for _, p := range tx.Postings {
+		if p.Customer == customer && p.AmountFen < 0 {
+			fen -= p.AmountFen
+		}
+	}
+	return fen
 }

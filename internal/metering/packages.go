@@ -56,13 +56,7 @@ func (s *Service) ChargePackages(ctx context.Context, book PriceBook) (charged i
 				continue
 			}
 			charged++
-			var collected int64
-			for _, p := range tx.Postings {
-				if p.Customer == in.AccountID && p.AmountFen < 0 {
-					collected -= p.AmountFen
-				}
-			}
-			if collected < tx.AmountFen {
+			if collected(tx, in.AccountID) < tx.AmountFen {
 				unpaid = append(unpaid, in.ID)
 			}
 		}

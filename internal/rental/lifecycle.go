@@ -596,30 +596,7 @@ func (s *Service) checkFunds(ctx context.Context, acc *gpurent.Account, hourFen 
 	if s.cfg.Funds == nil || acc.Role == gpurent.RoleOperator {
 		return nil
 	}
-	if gate, ok := s.cfg.Funds.(SpendGate); ok {
-		if err := gate.CheckSpend(ctx, acc.ID); err != nil {
-			return err
-		}
-	}
-	have, err := s.cfg.Funds.SpendableFen(ctx, acc.ID)
-	if err != nil {
-		return err
-	}
-	if have < hourFen {
-		return gpurent.Errorf(gpurent.CodePaymentRequired,
-			"the wallet holds %s, less than this rental's first charge (%s: an hour, or the package's first period): top up first (`gpurent wallet`)",
-			cny(have), cny(hourFen))
-	}
-	return nil
-}
-
-// cny prints fen as CNY with integer arithmetic.
-func cny(fen int64) string {
-	sign := ""
-	if fen < 0 {
-		sign, fen = "-", -fen
-	}
-	return fmt.Sprintf("%s¥%d.%02d", sign, fen/100, fen%100)
+	return s.cfg.Funds.CheckFunds(ctx, acc.ID, hourFen)
 }
 
 // ReleaseUnpaid deletes a stopped instance and its volume for arrears left

@@ -46,15 +46,11 @@ type Config struct {
 	SnapshotMaxAge time.Duration
 }
 
-// Funds tells what an account can spend (the wallet does).
+// Funds is the start gate (the wallet is one): CheckFunds refuses, with
+// CodePaymentRequired, an account that cannot pay needFen up front, owes
+// arrears, or reached a spend limit.
 type Funds interface {
-	SpendableFen(ctx context.Context, accountID string) (int64, error)
-}
-
-// SpendGate, when Funds has it too, refuses new spending (a customer's
-// spend limit reached).
-type SpendGate interface {
-	CheckSpend(ctx context.Context, accountID string) error
+	CheckFunds(ctx context.Context, accountID string, needFen int64) error
 }
 
 // Service is the rental service. It is safe for concurrent use.

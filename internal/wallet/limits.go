@@ -72,6 +72,13 @@ func (s *Service) SetLimits(ctx context.Context, acc *gpurent.Account, l gpurent
 // CheckSpend refuses new spending while the account owes storage
 // (arrears) or once a cap is reached.
 func (s *Service) CheckSpend(ctx context.Context, accountID string) error {
+	return s.CheckFunds(ctx, accountID, 0)
+}
+
+// CheckFunds is the start gate: it refuses an account that owes storage
+// (arrears), cannot pay needFen up front, or reached a spend limit. It
+// reads the account's balances once.
+func (s *Service) CheckFunds(ctx context.Context, accountID string, needFen int64) error {
 	bal, err := s.store.LedgerBalances(ctx, accountID)
 	if err != nil {
 		return err
@@ -79,6 +86,17 @@ func (s *Service) CheckSpend(ctx context.Context, accountID string) error {
 	if bal.ReceivableFen < 0 {
 		return gpurent.Errorf(gpurent.CodePaymentRequired, "the account owes %s for storage: top up to pay it before starting anything",
 			FormatCNY(-bal.ReceivableFen))
+	}
+	if needFen > 0 {
+		w, err := walletOf(bal)
+		if err != nil {
+			return err
+		}
+		if have := w.SpendableFen(s.now()); have < needFen {
+			return gpurent.Errorf(gpurent.CodePaymentRequired,
+				"the wallet holds %s, less than this rental's first charge (%s: an hour, or the package's first period): top up first (`gpurent wallet`)",
+				FormatCNY(have), FormatCNY(needFen))
+		}
 	}
 	v, err := s.limits(ctx, accountID)
 	if err != nil {

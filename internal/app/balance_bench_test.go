@@ -13,7 +13,6 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/gpu/fake"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -33,15 +32,7 @@ func BenchmarkEventToBalance(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			req := agentproto.RegisterRequest{JoinToken: "join-race", Name: "e2b", Zone: "cd-tianfu-a", CPUMilli: 256_000,
-				MemoryMiB: 4 << 20, DiskGiB: 100, Runtime: "docker"}
-			for _, d := range fake.Devices(fake.Config{Host: "e2b", TypeID: "rtx4090-24g", Count: 8, MemoryMiB: 24576}) {
-				req.GPUs = append(req.GPUs, agentproto.GPUInfo{UUID: d.UUID, Index: d.Index, Type: d.TypeID, MemoryMiB: d.MemoryMiB, TopoGroup: d.TopoGroup})
-			}
-			reg, err := s.Fleet.Register(ctx, req)
-			if err != nil {
-				b.Fatal(err)
-			}
+			token := registerHosts(b, s, "e2b", "rtx4090-24g", 1)[0]
 			c := customers(b, s, 1)[0]
 			in, err := c.CreateInstance(ctx, apiv1.CreateInstanceRequest{GPUType: "rtx4090-24g", GPUCount: 1, Image: "busybox"}, "")
 			if err != nil {
@@ -56,7 +47,7 @@ func BenchmarkEventToBalance(b *testing.B) {
 					Instances: []agentproto.ActualInstance{{InstanceID: in.ID, AllocationID: alloc.ID, State: agentproto.StateRunning, StartedAt: time.Now()}}}
 				body, _ := json.Marshal(rep)
 				r, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+agentproto.PathReport, bytes.NewReader(body))
-				r.Header.Set("Authorization", "Bearer "+reg.AgentToken)
+				r.Header.Set("Authorization", "Bearer "+token)
 				r.Header.Set("Content-Type", "application/json")
 				resp, err := http.DefaultClient.Do(r)
 				if err != nil {

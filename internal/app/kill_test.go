@@ -18,7 +18,6 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/gpu/fake"
 )
 
 // seedMetered makes, in the SQLite file at dsn, a customer with ¥1,000, an
@@ -26,20 +25,12 @@ import (
 // token, the instance, its allocation and the customer's id.
 func seedMetered(t *testing.T, dsn string) (token, instanceID, allocationID, accountID string) {
 	ctx := context.Background()
-	s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: "127.0.0.1:0", JoinToken: "join-kill", BcryptCost: 4, HostTimeout: time.Hour})
+	s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: "127.0.0.1:0", JoinToken: "join-race", BcryptCost: 4, HostTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	req := agentproto.RegisterRequest{JoinToken: "join-kill", Name: "killed", Zone: "cd-tianfu-a", CPUMilli: 256_000,
-		MemoryMiB: 4 << 20, DiskGiB: 100, Runtime: "docker"}
-	for _, d := range fake.Devices(fake.Config{Host: "killed", TypeID: "rtx4090-24g", Count: 8, MemoryMiB: 24576}) {
-		req.GPUs = append(req.GPUs, agentproto.GPUInfo{UUID: d.UUID, Index: d.Index, Type: d.TypeID, MemoryMiB: d.MemoryMiB, TopoGroup: d.TopoGroup})
-	}
-	reg, err := s.Fleet.Register(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token = registerHosts(t, s, "killed", "rtx4090-24g", 1)[0]
 	c := customers(t, s, 1)[0]
 	in, err := c.CreateInstance(ctx, apiv1.CreateInstanceRequest{GPUType: "rtx4090-24g", GPUCount: 2, Image: "busybox"}, "")
 	if err != nil {
@@ -49,7 +40,7 @@ func seedMetered(t *testing.T, dsn string) (token, instanceID, allocationID, acc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reg.AgentToken, in.ID, alloc.ID, in.AccountID
+	return token, in.ID, alloc.ID, in.AccountID
 }
 
 // runEvents are n runs of the allocation, each a start and an end, in the
@@ -88,7 +79,7 @@ func TestKillDashNine(t *testing.T) {
 	ctx := context.Background()
 	var wantCash int64
 	{
-		s, err := StartServer(ctx, ServerConfig{DSN: cleanDSN, Listen: "127.0.0.1:0", JoinToken: "join-kill", HostTimeout: time.Hour})
+		s, err := StartServer(ctx, ServerConfig{DSN: cleanDSN, Listen: "127.0.0.1:0", JoinToken: "join-race", HostTimeout: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +112,7 @@ func TestKillDashNine(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--db", dsn, "--listen", addr, "--join-token", "join-kill", "--data-dir", dir)
+		cmd := exec.Command(bin, "serve", "--db", dsn, "--listen", addr, "--join-token", "join-race", "--data-dir", dir)
 		cmd.Env = append(os.Environ(), "GPURENT_DATA_DIR="+dir)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -192,7 +183,7 @@ func TestKillDashNine(t *testing.T) {
 	t.Logf("%d events delivered through %d kills", len(events), kills)
 
 	// Settle what a kill may have left unbilled, in process, then compare.
-	s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: "127.0.0.1:0", JoinToken: "join-kill", HostTimeout: time.Hour})
+	s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: "127.0.0.1:0", JoinToken: "join-race", HostTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

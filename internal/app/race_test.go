@@ -18,10 +18,12 @@ import (
 )
 
 // registerHosts registers hosts of 8 fake GPUs straight through the fleet
-// service, as their agents would; no agent runs, so nothing starts.
-func registerHosts(t testing.TB, s *Server, prefix, typ string, n int) {
+// service, as their agents would, and returns their agent tokens; no agent
+// runs, so nothing starts. The server's join token must be "join-race".
+func registerHosts(t testing.TB, s *Server, prefix, typ string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
+	var tokens []string
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%04d", prefix, i)
 		req := agentproto.RegisterRequest{JoinToken: "join-race", Name: name, Zone: []string{"cd-tianfu-a", "cd-gaoxin-b"}[i%2],
@@ -30,10 +32,13 @@ func registerHosts(t testing.TB, s *Server, prefix, typ string, n int) {
 			req.GPUs = append(req.GPUs, agentproto.GPUInfo{UUID: d.UUID, Index: d.Index, Type: d.TypeID, Name: d.Name,
 				MemoryMiB: d.MemoryMiB, TopoGroup: d.TopoGroup, NUMANode: d.NUMANode})
 		}
-		if _, err := s.Fleet.Register(ctx, req); err != nil {
+		reg, err := s.Fleet.Register(ctx, req)
+		if err != nil {
 			t.Fatal(err)
 		}
+		tokens = append(tokens, reg.AgentToken)
 	}
+	return tokens
 }
 
 // customers signs up n customers and returns their API clients.

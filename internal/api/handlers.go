@@ -226,6 +226,14 @@ func (s *Server) handleCreateInstance(w http.ResponseWriter, r *http.Request, ac
 			s.writeProblem(w, r, err)
 			return
 		}
+		switch {
+		case req.NoGPU && req.GPUCount != 0:
+			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "no_gpu rents no GPUs: leave gpu_count out or 0, got %d", req.GPUCount))
+			return
+		case !req.NoGPU && req.GPUCount < 1:
+			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must be at least 1, got %d (or set no_gpu for no-GPU mode)", req.GPUCount))
+			return
+		}
 		d, created, err := s.rental.Rent(r.Context(), acc, rental.RentRequest{
 			Name:           req.Name,
 			Image:          req.Image,

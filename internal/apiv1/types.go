@@ -100,6 +100,7 @@ type CreateInstanceRequest struct {
 	Name      string `json:"name,omitempty"`
 	GPUType   string `json:"gpu_type"`
 	GPUCount  int    `json:"gpu_count"`
+	NoGPU     bool   `json:"no_gpu,omitempty"` // no-GPU mode: gpu_count 0, the token price
 	Image     string `json:"image"`
 	Zone      string `json:"zone,omitempty"`
 	Plan      string `json:"plan,omitempty"` // default "hourly"

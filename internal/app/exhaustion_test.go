@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,51 +10,18 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
-	"github.com/gpurent/gpurent/internal/catalog"
 )
 
 // TestWalletExhaustion: a real container runs while its wallet drains; at
 // 60 s of runway the instance is stopped gracefully, its volume survives,
 // and nothing is charged after the stop.
 func TestWalletExhaustion(t *testing.T) {
-	image := dockertest.BusyboxImage(t)
+	f := startDockerFleet(t, "drain", "rtx4090-24g", 8)
+	s, u, acc, image := f.s, f.u, f.acc, f.image
 	cli := dockertest.Client(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	s, err := StartServer(ctx, ServerConfig{DSN: filepath.Join(dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-drain",
-		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scope := "drain-" + strings.ToLower(dockertest.NewInstanceID()[2:8])
-	as, err := StartAgents(ctx, AgentsConfig{ServerURL: s.URL, JoinToken: "join-drain", DataDir: filepath.Join(dir, "agents"),
-		Hosts:   []DemoHost{{Name: scope, Zone: "cd-tianfu-a", TypeID: "rtx4090-24g", GPUs: 8, GroupSize: 4}},
-		Catalog: c, Runtime: RuntimeDocker, HeartbeatInterval: 300 * time.Millisecond, RetryMax: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer as.Stop()
-
-	u := newUser(t, s.URL)
-	u.signUp("drain@lab.example", "drain-password-1")
-	ops, err := s.Auth.CreateAccount(ctx, "ops@drain.example", "Ops", "ops-password-12", gpurent.RoleOperator, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc, err := s.Store.AccountByEmail(ctx, "drain@lab.example")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// One hour of a 4090 (¥5.21) passes the start gate.
-	if _, _, err := s.Wallet.Credit(ctx, ops, acc.ID, 600, "drain test", "seed"); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the host's GPUs listed", func() bool { return freeGPUs(t, u, "rtx4090-24g") == 8 })
+	f.credit(t, 600, "seed")
 	in := u.instance("rent", "--gpu", "rtx4090-24g", "--count", "1", "--image", image, "--wait")
 	defer dockertest.Cleanup(t, in.ID)
 	name := docker.ContainerName(in.ID)
@@ -115,9 +81,7 @@ func TestWalletExhaustion(t *testing.T) {
 		t.Errorf("account events: %s", kinds)
 	}
 	// Topped up, it starts again with its data.
-	if _, _, err := s.Wallet.Credit(ctx, ops, acc.ID, 100_000, "drain test", "again"); err != nil {
-		t.Fatal(err)
-	}
+	f.credit(t, 100_000, "again")
 	if got := u.instance("start", in.ID, "--wait"); got.State != "running" {
 		t.Fatalf("start after the top-up: %+v", got)
 	}

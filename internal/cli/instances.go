@@ -37,7 +37,8 @@ func (a *app) rentCmd() *cobra.Command {
 		Use:   "rent --gpu TYPE --image IMAGE [--count N]",
 		Short: "Rent GPUs: create an instance",
 		Example: "  gpurent rent --gpu h100-80g-sxm --count 8 --image pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime --wait\n" +
-			"  gpurent rent --gpu rtx4090-24g --image ubuntu:24.04 --plan daily --zone cd-tianfu-a --volume-gib 200",
+			"  gpurent rent --gpu rtx4090-24g --image ubuntu:24.04 --plan daily --zone cd-tianfu-a --volume-gib 200\n" +
+			"  gpurent rent --gpu a100-80g-sxm --no-gpu --image ubuntu:24.04   # CPU only, 0.10 CNY/h, to prepare data",
 		Args: argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := cn.json()
@@ -46,6 +47,12 @@ func (a *app) rentCmd() *cobra.Command {
 			}
 			if req.GPUType == "" || req.Image == "" {
 				return usageError{err: errors.New("--gpu and --image are required (see `gpurent gpus` for the types)")}
+			}
+			if req.NoGPU {
+				if cmd.Flags().Changed("count") {
+					return usageError{err: errors.New("--no-gpu rents no GPUs: leave --count out")}
+				}
+				req.GPUCount = 0
 			}
 			c, err := a.connect(cmd, &cn)
 			if err != nil {
@@ -73,6 +80,7 @@ func (a *app) rentCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&req.GPUType, "gpu", "", "GPU type, e.g. h100-80g-sxm (required)")
 	f.IntVar(&req.GPUCount, "count", 1, "number of GPUs")
+	f.BoolVar(&req.NoGPU, "no-gpu", false, "no-GPU mode: no GPUs, CPU and memory only, at the token price (hourly plan)")
 	f.StringVar(&req.Image, "image", "", "container image (required)")
 	f.StringVar(&req.Name, "name", "", "instance name (default: chosen by the server)")
 	f.StringVar(&req.Zone, "zone", "", "zone (default: any)")
@@ -125,6 +133,9 @@ func (a *app) lsCmd() *cobra.Command {
 }
 
 func gpuSummary(in apiv1.Instance) string {
+	if in.GPUCount == 0 {
+		return "no GPU (" + in.GPUType + " host)"
+	}
 	return fmt.Sprintf("%d × %s", in.GPUCount, in.GPUType)
 }
 

@@ -47,12 +47,15 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 			return d, false, err
 		}
 	}
-	if err := s.checkFunds(ctx, acc, firstCharge(gt, r.Plan)*int64(r.Count)); err != nil {
+	if err := s.checkFunds(ctx, acc, s.firstCharge(gt, r.Plan, r.Count)); err != nil {
 		return nil, false, err
 	}
 	req := sched.Request{
 		TypeID: gt.ID, Count: r.Count, ZoneID: r.ZoneID,
 		CPUMilli: gt.CPUMilliPerGPU * int64(r.Count), MemoryMiB: gt.MemoryMiBPerGPU * int64(r.Count),
+	}
+	if r.Count == 0 {
+		req.CPUMilli, req.MemoryMiB = s.cfg.NoGPUCPUMilli, s.cfg.NoGPUMemoryMiB
 	}
 	for attempt := 0; attempt < claimAttempts; attempt++ {
 		p, res, err := s.snap.plan(ctx, req)
@@ -197,8 +200,10 @@ func (s *Service) normalize(r *RentRequest) error {
 	switch {
 	case r.TypeID == "":
 		return gpurent.Errorf(gpurent.CodeInvalid, "gpu_type is required (see `gpurent gpus`)")
-	case r.Count < 1:
-		return gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must be at least 1, got %d", r.Count)
+	case r.Count < 0:
+		return gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must not be negative, got %d", r.Count)
+	case r.Count == 0 && r.Plan != gpurent.PlanHourly:
+		return gpurent.Errorf(gpurent.CodeInvalid, "no-GPU mode (gpu_count 0) is billed by the second: plan must be hourly, got %q", r.Plan)
 	case r.Count > s.cfg.MaxGPUsPerInstance:
 		return gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must be at most %d (one host), got %d", s.cfg.MaxGPUsPerInstance, r.Count)
 	case r.Image == "":
@@ -449,7 +454,7 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 	}
 	if gt, err := s.snap.gpuType(ctx, in.TypeID); err != nil {
 		return nil, err
-	} else if err := s.checkFunds(ctx, acc, gt.PriceHourlyFen*int64(in.GPUCount)); err != nil {
+	} else if err := s.checkFunds(ctx, acc, s.firstCharge(gt, gpurent.PlanHourly, in.GPUCount)); err != nil {
 		return nil, err
 	}
 	var p sched.Placement
@@ -575,18 +580,21 @@ func (s *Service) StopUnpaid(ctx context.Context, id string) error {
 	return err
 }
 
-// firstCharge is what one GPU costs up front: an hour on the hourly plan,
-// one period of a package.
-func firstCharge(gt *gpurent.GPUType, plan gpurent.Plan) int64 {
-	switch plan {
-	case gpurent.PlanDaily:
-		return gt.PriceDailyFen
-	case gpurent.PlanWeekly:
-		return gt.PriceWeeklyFen
-	case gpurent.PlanMonthly:
-		return gt.PriceMonthlyFen
+// firstCharge is what count GPUs cost up front: an hour on the hourly
+// plan (of the no-GPU price for count 0), one period of a package.
+func (s *Service) firstCharge(gt *gpurent.GPUType, plan gpurent.Plan, count int) int64 {
+	n := int64(count)
+	switch {
+	case count == 0:
+		return s.cfg.NoGPUHourFen
+	case plan == gpurent.PlanDaily:
+		return gt.PriceDailyFen * n
+	case plan == gpurent.PlanWeekly:
+		return gt.PriceWeeklyFen * n
+	case plan == gpurent.PlanMonthly:
+		return gt.PriceMonthlyFen * n
 	}
-	return gt.PriceHourlyFen
+	return gt.PriceHourlyFen * n
 }
 
 // checkFunds is the start gate: at least one hour of the list price must be

@@ -35,8 +35,8 @@ func TestRentValidation(t *testing.T) {
 		{"no type", e.alice, with(func(r *rental.RentRequest) { r.TypeID = "" }), gpurent.CodeInvalid, "gpu_type"},
 		{"unknown type", e.alice, with(func(r *rental.RentRequest) { r.TypeID = "b200-192g" }), gpurent.CodeInvalid, `unknown GPU type "b200-192g"`},
 		{"unknown zone", e.alice, with(func(r *rental.RentRequest) { r.ZoneID = "mars-1" }), gpurent.CodeInvalid, `unknown zone "mars-1"`},
-		{"count 0", e.alice, with(func(r *rental.RentRequest) { r.Count = 0 }), gpurent.CodeInvalid, "at least 1"},
-		{"count negative", e.alice, with(func(r *rental.RentRequest) { r.Count = -2 }), gpurent.CodeInvalid, "at least 1"},
+		{"no GPUs on a package", e.alice, with(func(r *rental.RentRequest) { r.Count, r.Plan = 0, gpurent.PlanMonthly }), gpurent.CodeInvalid, "plan must be hourly"},
+		{"count negative", e.alice, with(func(r *rental.RentRequest) { r.Count = -2 }), gpurent.CodeInvalid, "must not be negative"},
 		{"count 9", e.alice, with(func(r *rental.RentRequest) { r.Count = 9 }), gpurent.CodeInvalid, "at most 8"},
 		{"empty image", e.alice, with(func(r *rental.RentRequest) { r.Image = "" }), gpurent.CodeInvalid, "image is required"},
 		{"blank image", e.alice, with(func(r *rental.RentRequest) { r.Image = "   " }), gpurent.CodeInvalid, "image is required"},
@@ -95,6 +95,28 @@ func TestRentValidation(t *testing.T) {
 		if d.Instance.Image != strings.TrimSpace(r.Image) || d.Volume == nil || d.Volume.SizeGiB != wantGiB {
 			t.Errorf("rent %+v: image %q, volume %+v", r, d.Instance.Image, d.Volume)
 		}
+	}
+}
+
+// TestRentNoGPU: a rent of no GPUs (no-GPU mode) claims none, takes the
+// configured CPU and memory, and leaves every GPU free for others.
+func TestRentNoGPU(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t))
+	h := e.register("node-1", zoneA, h100, 8)
+	d := e.mustRent(e.alice, req(h100, 0))
+	in := d.Instance
+	if in.GPUCount != 0 || len(in.GPUIDs) != 0 || in.HostID != h.ID || in.AllocationID == "" {
+		t.Fatalf("instance %+v: want an allocation of no GPUs on %s", in, h.ID)
+	}
+	if in.CPUMilli != 1000 || in.MemoryMiB != 4096 {
+		t.Errorf("resources %dm / %d MiB, want the no-GPU defaults 1000m / 4096 MiB", in.CPUMilli, in.MemoryMiB)
+	}
+	if held := heldBy(e.host(h.ID), in.ID); len(held) != 0 {
+		t.Errorf("a no-GPU instance holds GPUs %v", held)
+	}
+	all := e.mustRent(e.bob, req(h100, 8)) // every GPU is still for rent
+	if len(all.Instance.GPUIDs) != 8 {
+		t.Errorf("bob got %v, want all 8 GPUs", all.Instance.GPUIDs)
 	}
 }
 

@@ -28,6 +28,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxGPUsPerInstance bounds a request's count (default 8).
 	MaxGPUsPerInstance int
+	// NoGPU sizes and gates an instance rented with no GPUs ("无卡模式",
+	// for working on data at a token price): its CPU (default 1000m) and
+	// memory (default 4096 MiB), and the hour of its price that must be
+	// spendable to start it (default 10 fen, the price book's default).
+	NoGPUCPUMilli, NoGPUMemoryMiB, NoGPUHourFen int64
 	// DefaultVolumeGiB is the volume size when a request names none (default 50).
 	DefaultVolumeGiB int
 	// MaxVolumeGiB bounds a volume (default 4096).
@@ -77,6 +82,15 @@ func New(cfg Config) *Service {
 	if cfg.MaxGPUsPerInstance <= 0 {
 		cfg.MaxGPUsPerInstance = 8
 	}
+	if cfg.NoGPUCPUMilli <= 0 {
+		cfg.NoGPUCPUMilli = 1000
+	}
+	if cfg.NoGPUMemoryMiB <= 0 {
+		cfg.NoGPUMemoryMiB = 4096
+	}
+	if cfg.NoGPUHourFen <= 0 {
+		cfg.NoGPUHourFen = 10
+	}
 	if cfg.DefaultVolumeGiB <= 0 {
 		cfg.DefaultVolumeGiB = 50
 	}
@@ -102,7 +116,7 @@ type RentRequest struct {
 	Name           string
 	Image          string
 	TypeID         string
-	Count          int
+	Count          int // 0: no-GPU mode (hourly plan only)
 	ZoneID         string
 	Plan           gpurent.Plan // "" is hourly
 	VolumeGiB      int          // 0 is the default size

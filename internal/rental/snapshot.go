@@ -109,6 +109,17 @@ func (c *snapshotCache) load(ctx context.Context) error {
 		h.GPUs = nil
 		info[h.ID] = &h
 	}
+	// Instances in no-GPU mode hold CPU and memory without a GPU to show it.
+	ins, err := c.store.ListInstances(ctx, gpurent.InstanceFilter{ActiveOnly: true})
+	if err != nil {
+		return err
+	}
+	for _, in := range ins {
+		if i, ok := byID[in.HostID]; ok && in.GPUCount == 0 && in.AllocationID != "" {
+			out[i].CPUFree -= in.CPUMilli
+			out[i].MemFreeMiB -= in.MemoryMiB
+		}
+	}
 	c.hosts, c.byID, c.info, c.types, c.loadedAt = out, byID, info, perGPU, now
 	c.ready, c.lastSeen = ready, lastSeen
 	c.gen++

@@ -83,8 +83,8 @@ func validate(req *Request) error {
 	switch {
 	case req.TypeID == "":
 		return invalid("a GPU type is required")
-	case req.Count < 1:
-		return invalid("GPU count must be at least 1, got %d", req.Count)
+	case req.Count < 0:
+		return invalid("GPU count must not be negative, got %d", req.Count)
 	case req.CPUMilli < 0:
 		return invalid("CPU must not be negative, got %dm", req.CPUMilli)
 	case req.MemoryMiB < 0:
@@ -130,8 +130,8 @@ func diagnose(req *Request, hosts []Host) *NoCapacityError {
 				usable++
 			}
 		}
-		if total == 0 {
-			continue
+		if total == 0 && req.Count > 0 {
+			continue // no-GPU requests (count 0) may go to any host
 		}
 		d.typeAnywhere = true
 		if !inZone || !isHost {
@@ -208,6 +208,12 @@ func resourceMessage(req *Request, d *diagnosis) (Reason, string) {
 		needS, freeS = mebibytes(req.MemoryMiB), mebibytes(d.mostMem)
 	}
 	gpus := fmt.Sprintf("%d free %s GPU%s", req.Count, req.TypeID, plural(req.Count))
+	if req.Count == 0 {
+		if req.HostID != "" {
+			return reason, fmt.Sprintf("host %s has not enough %s for a no-GPU instance: %s needed", req.HostID, what, needS)
+		}
+		return reason, fmt.Sprintf("sold out: no host in %s has %s free for a no-GPU instance: %s needed", where(req), what, needS)
+	}
 	if req.HostID != "" {
 		// One host: it would fit if both were enough, so freeS is set.
 		return reason, fmt.Sprintf("host %s has %s but not enough %s: %s needed, %s free",

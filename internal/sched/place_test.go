@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpurent/gpurent"
@@ -273,7 +274,6 @@ func TestPlace(t *testing.T) {
 func TestPlaceInvalid(t *testing.T) {
 	hosts := []Host{box("a", "z1", h100, 8, 8)}
 	for _, req := range []Request{
-		{TypeID: h100, Count: 0},
 		{TypeID: h100, Count: -3},
 		{TypeID: "", Count: 1},
 		{TypeID: h100, Count: 1, CPUMilli: -1},
@@ -290,9 +290,32 @@ func TestPlaceInvalid(t *testing.T) {
 			t.Errorf("%+v: code = %s, want invalid", req, got)
 		}
 	}
-	_, err := Place(Request{TypeID: h100, Count: 0}, hosts)
-	if got, want := gpurent.ErrorMessage(err), "GPU count must be at least 1, got 0"; got != want {
+	_, err := Place(Request{TypeID: h100, Count: -3}, hosts)
+	if got, want := gpurent.ErrorMessage(err), "GPU count must not be negative, got -3"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
+	}
+}
+
+// A no-GPU request (count 0) needs only CPU and memory, takes no GPU, and
+// goes where it leaves the most GPUs of the type to GPU renters.
+func TestPlaceNoGPU(t *testing.T) {
+	full := box("a", "z1", h100, 8, 8)
+	for i := range full.GPUs {
+		full.GPUs[i].Free = false
+	}
+	free := box("b", "z1", h100, 8, 8)
+	p, err := Place(Request{TypeID: h100, Count: 0, CPUMilli: 1000, MemoryMiB: 4096}, []Host{free, full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HostID != "a" || len(p.GPUIDs) != 0 {
+		t.Errorf("placement = %+v, want host a and no GPUs", p)
+	}
+	full.CPUFree = 500
+	free.CPUFree = 500
+	_, err = Place(Request{TypeID: h100, Count: 0, CPUMilli: 1000}, []Host{free, full})
+	if !errors.Is(err, ErrNoCapacity) || !strings.Contains(gpurent.ErrorMessage(err), "no-GPU instance") {
+		t.Errorf("err = %v, want no capacity for a no-GPU instance", err)
 	}
 }
 

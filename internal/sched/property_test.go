@@ -140,7 +140,7 @@ func checkPlacement(req Request, hosts []Host, p Placement) string {
 
 // checkFailure returns "" when err is a right refusal of req over hosts.
 func checkFailure(req Request, hosts []Host, err error) string {
-	if req.TypeID == "" || req.Count < 1 || req.CPUMilli < 0 || req.MemoryMiB < 0 {
+	if req.TypeID == "" || req.Count < 0 || req.CPUMilli < 0 || req.MemoryMiB < 0 {
 		if !errors.Is(err, ErrInvalidRequest) || gpurent.ErrorCode(err) != gpurent.CodeInvalid {
 			return fmt.Sprintf("invalid request %+v: err = %v", req, err)
 		}

@@ -21,6 +21,10 @@
 //     possible. Inside a group the same rule picks NUMA nodes, and ties go to
 //     the lowest GPU index. GPUs with an empty TopoGroup count as one group.
 //
+// A request for no GPUs (no-GPU mode) needs only CPU and memory; best fit
+// then prefers hosts with the fewest free GPUs of the type, so it leaves
+// GPU capacity to those who rent it.
+//
 // Place answers a *NoCapacityError (errors.Is ErrNoCapacity) saying why
 // nothing fits, and an invalid-request error for a malformed request; both
 // carry a gpurent error code. Availability sums what is free per type and
@@ -30,7 +34,7 @@ package sched
 // Request is what an instance needs.
 type Request struct {
 	TypeID    string
-	Count     int    // GPUs, >= 1
+	Count     int    // GPUs; 0 is no-GPU mode (CPU and memory only)
 	ZoneID    string // "" for any zone
 	HostID    string // "" for any host; set to restart on the same host
 	CPUMilli  int64  // total for the instance

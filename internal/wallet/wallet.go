@@ -53,6 +53,9 @@ type Config struct {
 	Providers []PaymentProvider
 	// Random is the source of voucher codes (nil: crypto/rand).
 	Random io.Reader
+	// NoGPUHourFen is what an instance in no-GPU mode burns per hour
+	// (default 10 fen, the price book's default no-GPU price).
+	NoGPUHourFen int64
 	// Notify sends an alert's JSON body to the customer's webhook URL
 	// (the app posts it; nil: alerts are only recorded).
 	Notify func(ctx context.Context, url string, body []byte)
@@ -66,12 +69,16 @@ type Service struct {
 	providers map[string]PaymentProvider
 	random    io.Reader
 	notify    func(ctx context.Context, url string, body []byte)
+	noGPUFen  int64
 }
 
 // New makes the service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, now: cfg.Now, log: cfg.Logger, random: cfg.Random, notify: cfg.Notify,
-		providers: make(map[string]PaymentProvider)}
+		providers: make(map[string]PaymentProvider), noGPUFen: cfg.NoGPUHourFen}
+	if s.noGPUFen <= 0 {
+		s.noGPUFen = 10
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -207,7 +214,11 @@ func (s *Service) burnRate(ctx context.Context, accountID string) (ledger.Rate, 
 		if in.Plan != gpurent.PlanHourly && in.Plan != "" {
 			continue // packages are prepaid: they do not burn the wallet
 		}
-		rates = append(rates, ledger.PerHour(price[in.TypeID]*int64(in.GPUCount)))
+		hour := price[in.TypeID] * int64(in.GPUCount)
+		if in.GPUCount == 0 {
+			hour = s.noGPUFen
+		}
+		rates = append(rates, ledger.PerHour(hour))
 		burning++
 	}
 	if burning == 0 {

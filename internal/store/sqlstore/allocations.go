@@ -17,18 +17,29 @@ func scanAllocation(r rowScanner) (*gpurent.Allocation, error) {
 	return &a, err
 }
 
+// insertAllocation writes the allocation's own row.
+func (s *Store) insertAllocation(ctx context.Context, id string, a *gpurent.Allocation, started time.Time) error {
+	n, err := s.execN(ctx, `INSERT INTO allocations (`+allocationCols+`) VALUES (?, ?, ?, ?, NULL, ?, '')
+ON CONFLICT DO NOTHING`, id, a.InstanceID, a.HostID, s.ts(started), a.StartReason)
+	if err != nil {
+		return s.dbErr(err, "create allocation")
+	}
+	if n == 0 {
+		return gpurent.Errorf(gpurent.CodeConflict, "allocation %q already exists", id)
+	}
+	return nil
+}
+
 // CreateAllocation inserts the open allocation a and one row per GPU. The
 // GPUs must exist on a.HostID. If any is held by another open allocation,
 // the partial unique index on allocation_gpus refuses it and the call fails
 // with CodeConflict having written nothing (its own transaction, or a
-// savepoint inside the caller's). An empty ID gets a new one, a zero
+// savepoint inside the caller's). An allocation of no GPUs (an instance in
+// no-GPU mode) holds only its host. An empty ID gets a new one, a zero
 // StartedAt now; a.GPUIDs is reordered by GPU index, as reads return it.
 func (s *Store) CreateAllocation(ctx context.Context, a *gpurent.Allocation) error {
 	if a.InstanceID == "" || a.HostID == "" {
 		return gpurent.Errorf(gpurent.CodeInvalid, "allocation instance and host are required")
-	}
-	if len(a.GPUIDs) == 0 {
-		return gpurent.Errorf(gpurent.CodeInvalid, "an allocation needs at least one GPU")
 	}
 	if a.EndedAt != nil {
 		return gpurent.Errorf(gpurent.CodeInvalid, "a new allocation must be open")
@@ -52,6 +63,9 @@ func (s *Store) CreateAllocation(ctx context.Context, a *gpurent.Allocation) err
 	started := nowOr(a.StartedAt)
 	var ordered []string
 	err := s.atomic(ctx, func(st *Store) error {
+		if len(ids) == 0 {
+			return st.insertAllocation(ctx, id, a, started)
+		}
 		// Validation only: whether a GPU is free is decided by the index.
 		args := make([]any, len(ids))
 		for i, g := range ids {
@@ -85,13 +99,8 @@ ORDER BY gpu_index, id`, args...)
 				return gpurent.Errorf(gpurent.CodeInvalid, "GPU %s is not on host %s", g, a.HostID)
 			}
 		}
-		n, err := st.execN(ctx, `INSERT INTO allocations (`+allocationCols+`) VALUES (?, ?, ?, ?, NULL, ?, '')
-ON CONFLICT DO NOTHING`, id, a.InstanceID, a.HostID, st.ts(started), a.StartReason)
-		if err != nil {
-			return st.dbErr(err, "create allocation")
-		}
-		if n == 0 {
-			return gpurent.Errorf(gpurent.CodeConflict, "allocation %q already exists", id)
+		if err := st.insertAllocation(ctx, id, a, started); err != nil {
+			return err
 		}
 		for _, g := range ids {
 			n, err := st.execN(ctx, `INSERT INTO allocation_gpus (allocation_id, gpu_id, released_at) VALUES (?, ?, NULL)

@@ -154,8 +154,8 @@ func (s *Store) ListInstances(ctx context.Context, f gpurent.InstanceFilter) ([]
 func (s *Store) fillOpenAllocations(ctx context.Context, list []gpurent.Instance, cond string, args []any) error {
 	rows, err := s.query(ctx, `SELECT a.instance_id, a.id, ag.gpu_id
 FROM allocations a
-JOIN allocation_gpus ag ON ag.allocation_id = a.id
-JOIN gpus g ON g.id = ag.gpu_id
+LEFT JOIN allocation_gpus ag ON ag.allocation_id = a.id
+LEFT JOIN gpus g ON g.id = ag.gpu_id
 WHERE a.ended_at IS NULL AND `+cond+`
 ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args...)
 	if err != nil {
@@ -167,7 +167,8 @@ ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args.
 		byID[list[i].ID] = i
 	}
 	for rows.Next() {
-		var instID, allocID, gpuID string
+		var instID, allocID string
+		var gpuID sql.NullString // none for an allocation of no GPUs
 		if err := rows.Scan(&instID, &allocID, &gpuID); err != nil {
 			return s.dbErr(err, "read instance allocations")
 		}
@@ -179,8 +180,8 @@ ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args.
 		if in.AllocationID == "" {
 			in.AllocationID = allocID
 		}
-		if in.AllocationID == allocID {
-			in.GPUIDs = append(in.GPUIDs, gpuID)
+		if in.AllocationID == allocID && gpuID.Valid {
+			in.GPUIDs = append(in.GPUIDs, gpuID.String)
 		}
 	}
 	if err := rows.Err(); err != nil {

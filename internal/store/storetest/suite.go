@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"LedgerPost", testLedgerPost},
 		{"LedgerPostInTx", testLedgerPostInTx},
 		{"LedgerConcurrentDebits", testLedgerConcurrentDebits},
+		{"LedgerBalancesKept", testLedgerBalancesKept},
 		{"Vouchers", testVouchers},
 		{"Payments", testPayments},
 		{"InTx", testInTx},
@@ -673,7 +674,6 @@ func testAllocations(t *testing.T, s gpurent.Store) {
 		{"held GPU", gpurent.Allocation{InstanceID: other.ID, HostID: h.ID, GPUIDs: ids(h, 2)}, gpurent.CodeConflict},
 		{"GPU of another host", gpurent.Allocation{InstanceID: other.ID, HostID: h.ID, GPUIDs: ids(h2, 0)}, gpurent.CodeInvalid},
 		{"unknown GPU", gpurent.Allocation{InstanceID: other.ID, HostID: h2.ID, GPUIDs: []string{"GPU-nope"}}, gpurent.CodeInvalid},
-		{"no GPU", gpurent.Allocation{InstanceID: other.ID, HostID: h2.ID}, gpurent.CodeInvalid},
 		{"GPU twice", gpurent.Allocation{InstanceID: other.ID, HostID: h2.ID, GPUIDs: ids(h2, 0, 0)}, gpurent.CodeInvalid},
 		{"unknown instance", gpurent.Allocation{InstanceID: "i-nope", HostID: h2.ID, GPUIDs: ids(h2, 0)}, gpurent.CodeInvalid},
 		{"ended", gpurent.Allocation{InstanceID: other.ID, HostID: h2.ID, GPUIDs: ids(h2, 0), EndedAt: &ended}, gpurent.CodeInvalid},
@@ -688,6 +688,15 @@ func testAllocations(t *testing.T, s gpurent.Store) {
 	if len(list) != 0 {
 		t.Fatalf("refused claims left allocations: %+v", list)
 	}
+	// No-GPU mode: an allocation of no GPUs holds only its host.
+	none := gpurent.Allocation{InstanceID: other.ID, HostID: h2.ID, StartReason: "start"}
+	must(t, s.CreateAllocation(ctx, &none), "allocation of no GPUs")
+	open, err := s.OpenAllocation(ctx, other.ID)
+	must(t, err, "open allocation of no GPUs")
+	if open.ID != none.ID || open.HostID != h2.ID || len(open.GPUIDs) != 0 {
+		t.Fatalf("allocation of no GPUs read back as %+v", open)
+	}
+	must(t, s.EndAllocation(ctx, none.ID, time.Now(), "stop"), "end the allocation of no GPUs")
 	_, err = s.AllocationByID(ctx, "alloc-missing")
 	wantCode(t, err, gpurent.CodeNotFound, "missing allocation")
 	list, err = s.ListAllocations(ctx, "i-missing")

@@ -234,6 +234,18 @@ type Queries interface {
 	SetArrears(ctx context.Context, accountID string, since *time.Time) error
 	SetArrearsNotice(ctx context.Context, accountID, prev, notice string) (bool, error)
 
+	// Plan changes. AddPlanChange writes a pending change, or an applied
+	// one together with the instance's new plan; a second pending change of
+	// one instance is a conflict. PlanChanges lists an instance's changes
+	// that are not canceled, by effective time. DuePlanChanges lists pending
+	// changes effective at or before at. SetPlanChangeState moves a pending
+	// change to applied (setting the instance's plan) or canceled; false
+	// when it was no longer pending.
+	AddPlanChange(ctx context.Context, c *PlanChange) error
+	PlanChanges(ctx context.Context, instanceID string) ([]PlanChange, error)
+	DuePlanChanges(ctx context.Context, at time.Time) ([]PlanChange, error)
+	SetPlanChangeState(ctx context.Context, id, state string) (bool, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

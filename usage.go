@@ -84,3 +84,24 @@ type VolumeCharge struct {
 	Volume         Volume
 	ChargedThrough string
 }
+
+// PlanChange converts an instance between billing plans. From hourly to a
+// package it takes effect when asked; from a package it takes effect when
+// the paid period ends (the period is paid for). One change per instance
+// may be pending.
+type PlanChange struct {
+	ID          string
+	InstanceID  string
+	From, To    Plan
+	EffectiveAt time.Time
+	State       string // "pending", "applied" or "canceled"
+	RequestedBy string // account id
+	CreatedAt   time.Time
+}
+
+// Plan change states.
+const (
+	PlanChangePending  = "pending"
+	PlanChangeApplied  = "applied"
+	PlanChangeCanceled = "canceled"
+)

@@ -174,6 +174,8 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/instances/{id}", s.user(s.handleGetInstance)},
 		{"POST", "/api/v1/instances/{id}/stop", s.user(s.handleStopInstance)},
 		{"POST", "/api/v1/instances/{id}/start", s.user(s.handleStartInstance)},
+		{"GET", "/api/v1/instances/{id}/plan", s.user(s.handlePlanHistory)},
+		{"POST", "/api/v1/instances/{id}/plan", s.user(s.handleChangePlan)},
 		{"DELETE", "/api/v1/instances/{id}", s.user(s.handleDeleteInstance)},
 
 		{"GET", "/api/v1/hosts", s.operator(s.handleListHosts)},

@@ -537,3 +537,35 @@ type Revenue struct {
 	ByType   map[string]int64 `json:"by_gpu_type"`
 	TotalFen int64            `json:"total_fen"`
 }
+
+// ChangePlanRequest converts an instance to another billing plan.
+type ChangePlanRequest struct {
+	Plan string `json:"plan"` // hourly, daily, weekly or monthly
+}
+
+// PlanChange is one conversion between plans. From hourly it is applied at
+// once; from a package it is pending until the paid period ends.
+type PlanChange struct {
+	ID          string    `json:"id"`
+	InstanceID  string    `json:"instance_id"`
+	From        string    `json:"from"`
+	To          string    `json:"to"`
+	EffectiveAt time.Time `json:"effective_at"`
+	State       string    `json:"state"` // pending, applied
+}
+
+// ChangePlanResult is what a conversion did: the change made (none when the
+// request only canceled a pending one), the pending change it canceled,
+// and the first package period charged.
+type ChangePlanResult struct {
+	Change     *PlanChange `json:"change,omitempty"`
+	Canceled   *PlanChange `json:"canceled,omitempty"`
+	ChargedFen int64       `json:"charged_fen"`
+}
+
+// PlanHistory is an instance's plan now and every change, by effective time.
+type PlanHistory struct {
+	InstanceID string       `json:"instance_id"`
+	Plan       string       `json:"plan"`
+	Changes    []PlanChange `json:"changes"`
+}

@@ -104,7 +104,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
 	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
-		Book: s.Billing, MustStop: s.Wallet.MustStop, ReviewArrears: s.Wallet.ReviewArrears,
+		Book: s.Billing, MustStop: s.Wallet.MustStop, ReviewArrears: s.Wallet.ReviewArrears, CheckFunds: s.Wallet.CheckFunds,
 		OnRelease: func(ctx context.Context, id string) {
 			if err := s.Rental.ReleaseUnpaid(ctx, id); err != nil {
 				cfg.Logger.Error("releasing an instance for arrears", "instance", id, "err", err)
@@ -113,6 +113,11 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		OnShortfall: func(ctx context.Context, id string) {
 			if err := s.Rental.StopUnpaid(ctx, id); err != nil {
 				cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
+			}
+		},
+		OnPlanApplied: func(ctx context.Context, c gpurent.PlanChange) {
+			if err := s.Rental.ReleaseIdleGPUs(ctx, c.InstanceID); err != nil {
+				cfg.Logger.Error("releasing a stopped instance's GPUs after a plan change", "instance", c.InstanceID, "err", err)
 			}
 		}})
 	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,

@@ -28,8 +28,8 @@ type Debits struct {
 // rest up to its amount rounded half-up once. The debit and the run's new
 // debited amount are written in one transaction under the key
 // usage:<run>:<debited after>, so a pass repeated after a crash posts the
-// same transaction or nothing. Runs on package plans are prepaid and are
-// settled without a debit. Instances whose wallet could not cover a debit
+// same transaction or nothing. Time under a package plan is prepaid: a run
+// wholly under one is settled without a debit. Instances whose wallet could not cover a debit
 // are listed in Shortfall (the caller stops them).
 func (s *Service) Bill(ctx context.Context, book PriceBook) (Debits, error) {
 	var out Debits
@@ -71,11 +71,9 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 		return 0, false, false, err
 	}
 	final := run.EndedAt != nil
-	if in.Plan != gpurent.PlanHourly { // prepaid: the package was charged
-		if final {
-			err = s.cfg.Store.RecordRunDebit(ctx, run.ID, run.DebitedFen, run.DebitedFen, true)
-		}
-		return 0, false, final, err
+	spans, err := s.spansOf(ctx, in)
+	if err != nil {
+		return 0, false, false, err
 	}
 	acc, err := s.cfg.Store.AccountByID(ctx, run.AccountID)
 	if err != nil {
@@ -86,7 +84,7 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 		end = *run.EndedAt
 	}
 	start := run.StartedAt.Truncate(time.Second)
-	lines, err := rateRun(b, run, acc, end)
+	lines, err := rateRun(b, run, acc, end, spans)
 	if err != nil {
 		return 0, false, false, err
 	}
@@ -122,16 +120,30 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 	return delta, short, final, nil
 }
 
-// rateRun rates a run (hourly plan) from its start to end, in whole
-// seconds, at academic prices when the account was verified at its start.
-func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end time.Time) ([]rating.Line, error) {
+// rateRun rates the parts of a run from its start to end, in whole
+// seconds, that fall under the hourly plan (spans: the instance's plan
+// history; package time is prepaid), at academic prices when the account
+// was verified at its start. The 60-second minimum applies to a power-on
+// wholly under the hourly plan.
+func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end time.Time, spans []planSpan) ([]rating.Line, error) {
 	start := run.StartedAt.Truncate(time.Second)
 	end = end.Truncate(time.Second)
 	if end.Before(start) {
 		end = start
 	}
-	segs, err := rating.SplitRun(b, run.TypeID, start, end)
-	if err != nil {
+	pieces, whole := hourlyPieces(spans, start, end)
+	var segs []rating.Segment
+	var err error
+	if whole {
+		segs, err = rating.SplitRun(b, run.TypeID, start, end)
+	} else {
+		for _, p := range pieces {
+			if segs, err = rating.AppendSplit(segs, b, run.TypeID, p[0], p[1]); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil || len(segs) == 0 {
 		return nil, err
 	}
 	return rating.Rate(segs, rating.Terms{Plan: gpurent.PlanHourly, GPUCount: run.GPUCount, Academic: acc.Academic(start)})

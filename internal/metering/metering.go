@@ -47,6 +47,12 @@ type Config struct {
 	// MustStop, when set, says whether an account's running instances must
 	// stop (a spend limit reached, with stop-running chosen).
 	MustStop func(ctx context.Context, accountID string) (bool, error)
+	// OnPlanApplied is told of each pending plan change put in force (the
+	// app releases the GPUs of a stopped instance now on the hourly plan).
+	OnPlanApplied func(ctx context.Context, c gpurent.PlanChange)
+	// CheckFunds, when set, gates a conversion to a package: the first
+	// period must be payable (the wallet's start gate).
+	CheckFunds func(ctx context.Context, accountID string, needFen int64) error
 }
 
 // Service is the metering service.
@@ -342,6 +348,15 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			}
 			if s.cfg.Book == nil {
 				continue
+			}
+			applied, err := s.ApplyDuePlanChanges(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("applying plan changes", "err", err)
+			}
+			for _, c := range applied {
+				if s.cfg.OnPlanApplied != nil {
+					s.cfg.OnPlanApplied(ctx, c)
+				}
 			}
 			d, err := s.Bill(ctx, s.cfg.Book)
 			if err != nil && ctx.Err() == nil {

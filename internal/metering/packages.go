@@ -10,11 +10,12 @@ import (
 )
 
 // ChargePackages charges every live instance on a package plan (daily,
-// weekly, monthly) for each period begun since it was created: up front, at
-// the prices in force when the period begins, academic prices for verified
-// accounts. Period n is charged once under the key package:<instance>:<n>.
-// Instances whose wallet cannot pay a period are listed (the caller stops
-// them; their GPUs stay reserved only while paid for).
+// weekly, monthly) for each period begun: up front, at the prices in force
+// when the period begins, academic prices for verified accounts, each once
+// under its key (see packagePeriods). Periods count from the rent, or from
+// the conversion to the package. Instances whose wallet cannot pay a period
+// are listed (the caller stops them; their GPUs stay reserved only while
+// paid for).
 func (s *Service) ChargePackages(ctx context.Context, book PriceBook) (charged int, unpaid []string, err error) {
 	b, err := book.Book(ctx)
 	if err != nil {
@@ -25,30 +26,21 @@ func (s *Service) ChargePackages(ctx context.Context, book PriceBook) (charged i
 		return 0, nil, err
 	}
 	now := s.cfg.Now().UTC()
-	for _, in := range list {
+	for i := range list {
+		in := &list[i]
 		if in.Plan == gpurent.PlanHourly || !in.Active() {
 			continue
 		}
-		secs, err := rating.PackageSeconds(in.Plan)
+		spans, err := s.spansOf(ctx, in)
 		if err != nil {
-			continue
+			return charged, unpaid, err
 		}
-		period := time.Duration(secs) * time.Second
 		acc, err := s.cfg.Store.AccountByID(ctx, in.AccountID)
 		if err != nil {
 			return charged, unpaid, err
 		}
-		begun := int64(now.Sub(in.CreatedAt)/period) + 1
-		for n := int64(1); n <= begun; n++ {
-			at := in.CreatedAt.Add(time.Duration(n-1) * period).Truncate(time.Second)
-			line, err := rating.RatePackage(b, in.TypeID, at, 1, rating.Terms{Plan: in.Plan, GPUCount: in.GPUCount, Academic: acc.Academic(at)})
-			if err != nil {
-				return charged, unpaid, err
-			}
-			tx := &gpurent.LedgerTx{Op: "debit", Charge: "compute", Key: fmt.Sprintf("package:%s:%d", in.ID, n),
-				Customer: in.AccountID, At: now, AmountFen: line.Fen(),
-				Note: fmt.Sprintf("%s package %d of %s: %d x %s from %s", in.Plan, n, in.ID, in.GPUCount, in.TypeID, at.Format(time.RFC3339))}
-			dup, err := s.cfg.Store.PostLedger(ctx, tx)
+		for _, p := range packagePeriods(in, spans, now) {
+			_, dup, short, err := s.chargePeriod(ctx, b, in, acc, p, now)
 			if err != nil {
 				return charged, unpaid, err
 			}
@@ -56,10 +48,30 @@ func (s *Service) ChargePackages(ctx context.Context, book PriceBook) (charged i
 				continue
 			}
 			charged++
-			if collected(tx, in.AccountID) < tx.AmountFen {
+			if short {
 				unpaid = append(unpaid, in.ID)
 			}
 		}
 	}
 	return charged, unpaid, nil
+}
+
+// chargePeriod posts one package period under its key: dup when it was
+// posted before, short when the wallet could not cover it.
+func (s *Service) chargePeriod(ctx context.Context, b *rating.Book, in *gpurent.Instance, acc *gpurent.Account, p packagePeriod, now time.Time) (fen int64, dup, short bool, err error) {
+	line, err := rating.RatePackage(b, in.TypeID, p.at, 1, rating.Terms{Plan: p.plan, GPUCount: in.GPUCount, Academic: acc.Academic(p.at)})
+	if err != nil {
+		return 0, false, false, err
+	}
+	tx := &gpurent.LedgerTx{Op: "debit", Charge: "compute", Key: p.key, Customer: in.AccountID, At: now, AmountFen: line.Fen(),
+		Note: packageNote(in, p)}
+	dup, err = s.cfg.Store.PostLedger(ctx, tx)
+	if err != nil || dup {
+		return 0, dup, false, err
+	}
+	return tx.AmountFen, false, collected(tx, in.AccountID) < tx.AmountFen, nil
+}
+
+func packageNote(in *gpurent.Instance, p packagePeriod) string {
+	return fmt.Sprintf("%s package %d of %s: %d x %s from %s", p.plan, p.n, in.ID, in.GPUCount, in.TypeID, p.at.Format(time.RFC3339))
 }

@@ -137,6 +137,7 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 	}
 	lines := map[key]*StatementLine{}
 	names := map[string]*gpurent.Instance{}
+	plans := map[string][]planSpan{}
 	for _, run := range runs {
 		end := run.LastSeenAt
 		if run.EndedAt != nil {
@@ -151,14 +152,14 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 				return nil, err
 			}
 			names[run.InstanceID] = in
-		}
-		if in.Plan != gpurent.PlanHourly {
-			continue
+			if plans[in.ID], err = s.spansOf(ctx, in); err != nil {
+				return nil, err
+			}
 		}
 		if run.EndedAt == nil && end.After(from) {
 			st.Open = true
 		}
-		rated, err := rateRun(b, run, acc, end)
+		rated, err := rateRun(b, run, acc, end, plans[in.ID])
 		if err != nil {
 			return nil, err
 		}
@@ -192,6 +193,14 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		st.TotalFen += l.Fen
 		st.Lines = append(st.Lines, *l)
 	}
+	pkgs, err := s.packageLines(ctx, b, acc, from, to)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range pkgs {
+		st.TotalFen += l.Fen
+		st.Lines = append(st.Lines, l)
+	}
 	sort.Slice(st.Lines, func(i, j int) bool {
 		a, b := st.Lines[i], st.Lines[j]
 		if a.InstanceID != b.InstanceID {
@@ -203,4 +212,39 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		return a.RateFen > b.RateFen
 	})
 	return st, nil
+}
+
+// packageLines are the package periods of the account's instances that
+// began in [from, to): one line each, at the price charged up front.
+func (s *Service) packageLines(ctx context.Context, b *rating.Book, acc *gpurent.Account, from, to time.Time) ([]StatementLine, error) {
+	list, err := s.cfg.Store.ListInstances(ctx, gpurent.InstanceFilter{AccountID: acc.ID})
+	if err != nil {
+		return nil, err
+	}
+	upto := s.cfg.Now().UTC()
+	if to.Before(upto) {
+		upto = to.Add(-time.Second)
+	}
+	var out []StatementLine
+	for i := range list {
+		in := &list[i]
+		spans, err := s.spansOf(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range packagePeriods(in, spans, upto) {
+			if p.at.Before(from) || !p.at.Before(to) {
+				continue
+			}
+			line, err := rating.RatePackage(b, in.TypeID, p.at, 1, rating.Terms{Plan: p.plan, GPUCount: in.GPUCount, Academic: acc.Academic(p.at)})
+			if err != nil {
+				return nil, err
+			}
+			secs, _ := rating.PackageSeconds(p.plan)
+			out = append(out, StatementLine{InstanceID: in.ID, InstanceName: in.Name, TypeID: in.TypeID, GPUCount: in.GPUCount,
+				Window: string(p.plan) + " package", RateFen: line.UnitFen, Units: line.Units, Seconds: secs,
+				Exact: line.Exact, ExactText: line.Exact.String(), Fen: line.Fen()})
+		}
+	}
+	return out, nil
 }

@@ -607,6 +607,22 @@ func (s *Service) checkFunds(ctx context.Context, acc *gpurent.Account, hourFen 
 	return s.cfg.Funds.CheckFunds(ctx, acc.ID, hourFen)
 }
 
+// ReleaseIdleGPUs releases the GPUs a stopped instance holds once it is on
+// the hourly plan (a package keeps them reserved while stopped; a plan
+// change back to hourly ends that).
+func (s *Service) ReleaseIdleGPUs(ctx context.Context, id string) error {
+	_, err := s.apply(ctx, nil, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
+		if (in.State != gpurent.StateStopped && in.State != gpurent.StateFailed) || in.Plan != gpurent.PlanHourly || in.AllocationID == "" {
+			return nil, nil
+		}
+		if err := endAllocation(ctx, q, in, now, "plan"); err != nil {
+			return nil, err
+		}
+		return newEvent(in.ID, now, "released", "GPUs released: the stopped instance is on the hourly plan now; volume kept"), nil
+	})
+	return err
+}
+
 // ReleaseUnpaid deletes a stopped instance and its volume for arrears left
 // unpaid (the system acting, after notices). Other states are left alone.
 func (s *Service) ReleaseUnpaid(ctx context.Context, id string) error {

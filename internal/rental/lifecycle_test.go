@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
@@ -278,6 +279,10 @@ func TestMonthlyStopKeepsGPUs(t *testing.T) {
 	if di := desiredOf(t, e.desiredNow(h.ID), in.ID); di.State != agentproto.StateStopped {
 		t.Errorf("desired %+v, want stopped", di)
 	}
+	// Releasing idle GPUs leaves a package alone.
+	if err := e.rent.ReleaseIdleGPUs(e.ctx, in.ID); err != nil || held(e.host(h.ID)) != 8 {
+		t.Fatalf("release idle GPUs of a stopped package: %v, %d held", err, held(e.host(h.ID)))
+	}
 	sd, err := e.rent.Start(e.ctx, e.alice, in.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +295,39 @@ func TestMonthlyStopKeepsGPUs(t *testing.T) {
 	if got := e.instance(in.ID); got.State != gpurent.StateRunning {
 		t.Errorf("after restart: %s, want running", got.State)
 	}
+}
+
+// TestPlanBackToHourlyReleasesGPUs: once a stopped package instance is on
+// the hourly plan again, its GPUs go back to the pool, its volume stays.
+func TestPlanBackToHourlyReleasesGPUs(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t))
+	h := e.register("node-1", zoneA, h100, 4)
+	r := req(h100, 4)
+	r.Plan = gpurent.PlanWeekly
+	in := e.mustRent(e.alice, r).Instance
+	e.report(h.ID, running(&in))
+	if _, err := e.rent.Stop(e.ctx, e.alice, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateStopped})
+	if err := e.st.AddPlanChange(e.ctx, &gpurent.PlanChange{InstanceID: in.ID, From: gpurent.PlanWeekly, To: gpurent.PlanHourly,
+		EffectiveAt: time.Now(), State: gpurent.PlanChangeApplied, RequestedBy: e.alice.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rent.ReleaseIdleGPUs(e.ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := e.instance(in.ID)
+	if got.State != gpurent.StateStopped || got.AllocationID != "" || got.VolumeID == "" {
+		t.Fatalf("after the plan went hourly: %s, allocation %q, volume %q", got.State, got.AllocationID, got.VolumeID)
+	}
+	if n := held(e.host(h.ID)); n != 0 {
+		t.Errorf("%d GPUs still held", n)
+	}
+	if ev := e.lastEvent(in.ID); ev.Kind != "released" {
+		t.Errorf("last event %+v, want released", ev)
+	}
+	e.mustRent(e.bob, req(h100, 4)) // they are for rent again
 }
 
 // TestStartWhenHostTaken: a stopped hourly instance whose host's GPUs were

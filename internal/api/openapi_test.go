@@ -104,7 +104,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		case strings.HasPrefix(path, "/api/v1/accounts/{id}"):
 			concrete = strings.Replace(path, "{id}", op.acc.ID, 1)
 		case strings.HasPrefix(path, "/api/v1/payments/{provider}"):
-			concrete = strings.Replace(path, "{provider}", "fake", 1)
+			concrete = strings.Replace(strings.Replace(path, "{provider}", "fake", 1), "{id}", "fake_nope", 1)
 		case path == "/api/v1/statements/{month}":
 			concrete = "/api/v1/statements/2026-11"
 		case strings.HasPrefix(path, "/api/v1/academic/applications/{id}"):

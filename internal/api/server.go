@@ -167,6 +167,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/vouchers", s.operator(s.handleCreateVoucher)},
 		{"POST", "/api/v1/payments", s.user(s.handleCreatePayment)},
 		{"POST", "/api/v1/payments/{provider}/callback", s.handlePaymentCallback},
+		{"POST", "/api/v1/payments/{provider}/{id}/settle", s.operator(s.handleSettlePayment)},
 		{"POST", "/api/v1/accounts/{id}/credit", s.operator(s.handleCredit)},
 
 		{"POST", "/api/v1/instances", s.user(s.handleCreateInstance)},

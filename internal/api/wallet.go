@@ -217,3 +217,31 @@ func (s *Server) handlePaymentCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, apiv1.PaymentCallbackResponse{Payment: paymentView(res.Payment), AlreadySettled: res.Dup})
 }
+
+// handleSettlePayment is an operator confirming (or failing) a payment by
+// hand, as for a bank transfer seen on the operator's account. It is
+// idempotent on the payment id like a gateway's callback.
+func (s *Server) handleSettlePayment(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	var req apiv1.SettlePaymentRequest
+	if err := decodeJSON(body, &req); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	provider, id := r.PathValue("provider"), r.PathValue("id")
+	settle := s.wallet.ConfirmPayment
+	if req.Failed {
+		settle = s.wallet.FailPayment
+	}
+	res, err := settle(r.Context(), provider, id, req.AmountFen)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	s.log.Info("payment settled by an operator", "operator", acc.ID, "provider", provider, "payment", id, "failed", req.Failed)
+	writeJSON(w, http.StatusOK, apiv1.PaymentCallbackResponse{Payment: paymentView(res.Payment), AlreadySettled: res.Dup})
+}

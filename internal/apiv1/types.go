@@ -449,6 +449,13 @@ type Payment struct {
 	ConfirmedAt *time.Time `json:"confirmed_at,omitempty"`
 }
 
+// SettlePaymentRequest is an operator's word on a payment that no gateway
+// confirms (a bank transfer): the amount that arrived, or that it failed.
+type SettlePaymentRequest struct {
+	AmountFen int64 `json:"amount_fen"`
+	Failed    bool  `json:"failed,omitempty"`
+}
+
 // PaymentCallbackResponse answers a provider's callback. AlreadySettled: the
 // payment was settled by an earlier callback, nothing changed.
 type PaymentCallbackResponse struct {

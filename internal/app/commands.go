@@ -20,6 +20,7 @@ import (
 	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
 	"github.com/gpurent/gpurent/internal/gpu/nvml"
+	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 func serveCommand() *cobra.Command {
@@ -28,6 +29,7 @@ func serveCommand() *cobra.Command {
 		demo                                         bool
 		demoHostsPerType                             int
 		verbose                                      bool
+		payee                                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -55,7 +57,14 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 					return err
 				}
 			}
-			s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log})
+			if payee == "" && demo {
+				payee = DemoBankPayee
+			}
+			var providers []wallet.PaymentProvider
+			if payee != "" {
+				providers = append(providers, wallet.NewBankTransferProvider(payee))
+			}
+			s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers})
 			if err != nil {
 				return err
 			}
@@ -63,6 +72,9 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "gpurent %s control plane on %s (database: %s)\n", Version, s.URL, s.Store.Backend())
 			fmt.Fprintf(out, "  agents join with: gpurent agent --server %s --join-token %s --zone ZONE\n", s.URL, joinToken)
+			if payee != "" {
+				fmt.Fprintf(out, "  top-ups by bank transfer to: %s (confirm with `gpurent payment bank-transfer REFERENCE AMOUNT`)\n", payee)
+			}
 			if demo {
 				if err := seedDemoAccounts(ctx, s); err != nil {
 					return err
@@ -105,6 +117,8 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 	f.StringVar(&dsn, "db", os.Getenv("GPURENT_DB"), "database: a SQLite file path or a postgres:// URL (env GPURENT_DB; default <data-dir>/gpurent.db)")
 	f.StringVar(&dataDir, "data-dir", defaultDataDir(), "directory for the database, the join token and demo agents (env GPURENT_DATA_DIR)")
 	f.StringVar(&joinToken, "join-token", os.Getenv("GPURENT_JOIN_TOKEN"), "token agents present to register (env GPURENT_JOIN_TOKEN; default: generated once, kept in <data-dir>/join-token)")
+	f.StringVar(&payee, "bank-transfer-payee", os.Getenv("GPURENT_BANK_TRANSFER_PAYEE"),
+		"take top-ups by bank transfer to this account (bank, name, number); operators confirm them with `gpurent payment` (env GPURENT_BANK_TRANSFER_PAYEE)")
 	f.BoolVar(&demo, "demo", false, "seed demo logins and run in-process agents with fake GPUs")
 	f.IntVar(&demoHostsPerType, "demo-hosts", 8, "demo hosts per GPU type (8 GPUs each)")
 	f.StringVar(&runtimeFlag, "demo-runtime", "auto", "demo instance runtime: auto, docker or process")

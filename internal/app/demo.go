@@ -25,6 +25,8 @@ const (
 	DemoCustomerPassword = "customer-demo"
 	// DemoCustomerBalanceFen is the demo customer's starting balance: ¥10,000.
 	DemoCustomerBalanceFen = 1_000_000
+	// DemoBankPayee is where the demo tells customers to transfer top-ups.
+	DemoBankPayee = "gpurent demo bank, Chengdu branch, account 6222 0000 0000 0000 (demo: nothing is real)"
 )
 
 // DemoHost is one fake GPU host of the demo fleet.

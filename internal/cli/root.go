@@ -118,7 +118,7 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd(), a.academicCmd(), a.walletCmd(), a.voucherCmd())
 	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
 		a.stopCmd(), a.startCmd(), a.rmCmd(), a.planCmd())
-	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.revenueCmd())
+	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd())
 	root.AddCommand(extra...)
 	return root
 }

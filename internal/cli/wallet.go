@@ -196,14 +196,14 @@ func (a *app) walletTopUpCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out(cmd), p)
 			}
-			fmt.Fprintf(out(cmd), "Payment %s of %s started with %s.\nPay at: %s\n"+
+			fmt.Fprintf(out(cmd), "Payment %s of %s started with %s.\nPay: %s\n"+
 				"Your wallet is credited when %s confirms the payment.\n",
 				p.PaymentID, formatCNY(p.AmountFen), p.Provider, p.PayURL, p.Provider)
 			return nil
 		},
 	}
 	cn.addFlags(cmd, true)
-	cmd.Flags().StringVar(&provider, "provider", "fake", "payment provider")
+	cmd.Flags().StringVar(&provider, "provider", "", "payment provider (default: the server's only one)")
 	return cmd
 }
 
@@ -368,5 +368,48 @@ func (a *app) creditCmd() *cobra.Command {
 	}
 	cn.addFlags(cmd, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the credit)")
+	return cmd
+}
+
+func (a *app) paymentCmd() *cobra.Command {
+	var cn conn
+	var failed bool
+	cmd := &cobra.Command{
+		Use:   "payment PROVIDER PAYMENT_ID AMOUNT_CNY [--failed]",
+		Short: "Confirm a payment that arrived by hand, e.g. a bank transfer's reference (operators)",
+		Example: "  gpurent payment bank-transfer BT7Q2M9K4XRZ8P 5000\n" +
+			"  gpurent payment bank-transfer BT7Q2M9K4XRZ8P 5000 --failed",
+		Args: argsError(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := cn.json()
+			if err != nil {
+				return err
+			}
+			fen, err := parseCNY(args[2])
+			if err != nil {
+				return usageError{err: err}
+			}
+			c, err := a.connect(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			res, err := c.SettlePayment(cmd.Context(), args[0], args[1], apiv1.SettlePaymentRequest{AmountFen: fen, Failed: failed})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out(cmd), res)
+			}
+			again := ""
+			if res.AlreadySettled {
+				again = " (it was settled before; nothing changed)"
+			}
+			fmt.Fprintf(out(cmd), "Payment %s/%s of %s is %s%s.\n", res.Payment.Provider, res.Payment.PaymentID,
+				formatCNY(res.Payment.AmountFen), res.Payment.State, again)
+			return nil
+		},
+	}
+	cn.addFlags(cmd, true)
+	cmd.Flags().BoolVar(&failed, "failed", false, "the payment failed for good: credit nothing")
 	return cmd
 }

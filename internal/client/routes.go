@@ -226,3 +226,13 @@ func (c *Client) CreatePayment(ctx context.Context, req apiv1.CreatePaymentReque
 	err := c.postIdempotent(ctx, "/api/v1/payments", req, idempotencyKey, &out)
 	return out, err
 }
+
+// SettlePayment confirms (or, with req.Failed, fails) a payment that no
+// gateway confirms, such as a bank transfer (operators). Idempotent on the
+// payment id.
+func (c *Client) SettlePayment(ctx context.Context, provider, paymentID string, req apiv1.SettlePaymentRequest) (apiv1.PaymentCallbackResponse, error) {
+	var out apiv1.PaymentCallbackResponse
+	err := c.do(ctx, request{method: http.MethodPost,
+		path: "/api/v1/payments/" + url.PathEscape(provider) + "/" + url.PathEscape(paymentID) + "/settle", body: req}, &out)
+	return out, err
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sort"
 	"strings"
 
 	"github.com/gpurent/gpurent"
@@ -49,8 +50,8 @@ func (s *Service) Provider(name string) (PaymentProvider, error) {
 	return p, nil
 }
 
-// StartPayment opens a top-up of amountFen through the provider for the
-// account and records it as pending. The answer's PayURL is where the
+// StartPayment opens a top-up of amountFen through the provider ("": the
+// only one the server has) for the account and records it as pending. The answer's PayURL is where the
 // customer pays.
 func (s *Service) StartPayment(ctx context.Context, acc *gpurent.Account, provider string, amountFen int64) (*gpurent.Payment, error) {
 	if acc == nil {
@@ -58,6 +59,21 @@ func (s *Service) StartPayment(ctx context.Context, acc *gpurent.Account, provid
 	}
 	if err := checkAmount(amountFen, MinPaymentFen); err != nil {
 		return nil, err
+	}
+	if provider == "" {
+		names := make([]string, 0, len(s.providers))
+		for n := range s.providers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		switch len(names) {
+		case 0:
+			return nil, gpurent.Errorf(gpurent.CodeUnavailable, "this server takes no payments online: ask the operator for a voucher or a credit")
+		case 1:
+			provider = names[0]
+		default:
+			return nil, gpurent.Errorf(gpurent.CodeInvalid, "name a payment provider: %s", strings.Join(names, ", "))
+		}
 	}
 	p, err := s.Provider(provider)
 	if err != nil {

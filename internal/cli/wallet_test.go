@@ -200,7 +200,7 @@ func TestCredit(t *testing.T) {
 
 func TestWalletTopUp(t *testing.T) {
 	h, f := walletHarness(t)
-	contains(t, "topup", h.ok("wallet", "topup", "100"), "Payment fake_1 of ¥100.00 started with fake.",
+	contains(t, "topup", h.ok("wallet", "topup", "100", "--provider", "fake"), "Payment fake_1 of ¥100.00 started with fake.",
 		"Pay: http://127.0.0.1/fakepay/fake_1")
 	if string(f.last().Body) != `{"provider":"fake","amount_fen":10000}` {
 		t.Fatalf("sent %s", f.last().Body)

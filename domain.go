@@ -107,7 +107,12 @@ type Host struct {
 	Generation     int64  // desired-state version, bumped on every change for this host
 	LastSeenAt     *time.Time
 	RegisteredAt   time.Time
-	GPUs           []GPU // filled by reads that say so
+	// AccessAddr is where the SSH gateway reaches the agent's access
+	// server ("" before the agent said), AccessHostKey that server's host
+	// key in authorized_keys form, which the gateway pins.
+	AccessAddr    string
+	AccessHostKey string
+	GPUs          []GPU // filled by reads that say so
 }
 
 // GPUHealth is the health of one GPU.
@@ -258,4 +263,31 @@ type PriceVersion struct {
 	Note        string
 	CreatedBy   string // account id, "" for the system's defaults
 	CreatedAt   time.Time
+}
+
+// SSHKey is a public key an account registered to reach its instances.
+type SSHKey struct {
+	ID          string
+	AccountID   string
+	Name        string // the key's comment, or what the customer called it
+	PublicKey   string // authorized_keys form: "ssh-ed25519 AAAA..."
+	Fingerprint string // "SHA256:..." as OpenSSH prints it; unique across accounts
+	CreatedAt   time.Time
+	LastUsedAt  *time.Time
+}
+
+// AccessSession is one audited connection to an instance through the SSH
+// gateway or the port proxy, refused ones included.
+type AccessSession struct {
+	ID         string
+	AccountID  string // "" when the key was unknown
+	InstanceID string
+	Kind       string // shell, exec, sftp, forward, proxy, refused
+	Detail     string // the command, the forwarded address, or why it was refused
+	ClientAddr string
+	StartedAt  time.Time
+	EndedAt    *time.Time
+	ExitStatus *int
+	BytesIn    int64
+	BytesOut   int64
 }

@@ -246,6 +246,21 @@ type Queries interface {
 	DuePlanChanges(ctx context.Context, at time.Time) ([]PlanChange, error)
 	SetPlanChangeState(ctx context.Context, id, state string) (bool, error)
 
+	// Instance access. An SSH key's fingerprint is unique across accounts
+	// (conflict), so a key names one account. DeleteSSHKey removes one of
+	// the account's keys (not_found otherwise). SetHostAccess records where
+	// the gateway reaches a host's agent. AddAccessSession writes an audit
+	// record; EndAccessSession completes it.
+	AddSSHKey(ctx context.Context, k *SSHKey) error
+	ListSSHKeys(ctx context.Context, accountID string) ([]SSHKey, error)
+	DeleteSSHKey(ctx context.Context, accountID, id string) error
+	SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*SSHKey, error)
+	TouchSSHKey(ctx context.Context, id string, at time.Time) error
+	SetHostAccess(ctx context.Context, hostID, addr, hostKey string) error
+	AddAccessSession(ctx context.Context, s *AccessSession) error
+	EndAccessSession(ctx context.Context, s *AccessSession) error
+	ListAccessSessions(ctx context.Context, accountID string, limit int) ([]AccessSession, error)
+
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)

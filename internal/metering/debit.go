@@ -84,6 +84,12 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 		end = *run.EndedAt
 	}
 	start := run.StartedAt.Truncate(time.Second)
+	if !final && end.Sub(start) < rating.MinimumRunSeconds*time.Second {
+		// A run younger than the minimum owes the minute at its start's
+		// rate only if it ends so; if it runs on, its first minute is
+		// priced second by second. Wait until that is known.
+		return 0, false, false, nil
+	}
 	lines, err := rateRun(b, run, acc, end, spans)
 	if err != nil {
 		return 0, false, false, err

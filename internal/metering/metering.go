@@ -196,7 +196,15 @@ func (s *Service) ingest(ctx context.Context, q gpurent.Queries, host *gpurent.H
 		if err != nil {
 			return err
 		}
-		run = &gpurent.UsageRun{InstanceID: in.ID, AccountID: in.AccountID, TypeID: in.TypeID, GPUCount: len(alloc.GPUIDs)}
+		// A run is priced at the type of the GPUs it ran on: after an
+		// upgrade the instance's type is another one.
+		typeID := in.TypeID
+		if len(alloc.GPUIDs) > 0 {
+			if typeID, err = gpuType(ctx, q, host, alloc.GPUIDs[0]); err != nil {
+				return err
+			}
+		}
+		run = &gpurent.UsageRun{InstanceID: in.ID, AccountID: in.AccountID, TypeID: typeID, GPUCount: len(alloc.GPUIDs)}
 		runs[e.AllocationID] = run
 	}
 	if run.InstanceID != e.InstanceID {
@@ -397,4 +405,24 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			}
 		}
 	}
+}
+
+// gpuType is the type of one of the host's GPUs; host's GPU list is read
+// (and kept on host for the rest of the report) when it was not.
+func gpuType(ctx context.Context, q gpurent.Queries, host *gpurent.Host, gpuID string) (string, error) {
+	for pass := 0; pass < 2; pass++ {
+		for _, g := range host.GPUs {
+			if g.ID == gpuID {
+				return g.TypeID, nil
+			}
+		}
+		if pass == 0 {
+			h, err := q.HostByID(ctx, host.ID)
+			if err != nil {
+				return "", err
+			}
+			host.GPUs = h.GPUs
+		}
+	}
+	return "", gpurent.Errorf(gpurent.CodeInternal, "GPU %s of an allocation is not on host %s", gpuID, host.ID)
 }

@@ -209,7 +209,10 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		if a.Window != b.Window {
 			return a.Window > b.Window // peak before off-peak
 		}
-		return a.RateFen > b.RateFen
+		if a.RateFen != b.RateFen {
+			return a.RateFen > b.RateFen
+		}
+		return a.Units > b.Units
 	})
 	return st, nil
 }

@@ -13,11 +13,15 @@ import (
 const hostCols = `id, name, zone_id, state, cpu_milli, memory_mib, disk_gib, runtime, agent_version,
 agent_token_hash, generation, last_seen_at, registered_at`
 
+// hostReadCols are what reads return: hostCols and the access fields.
+const hostReadCols = hostCols + `, access_addr, access_host_key`
+
 func scanHost(r rowScanner) (*gpurent.Host, error) {
 	var h gpurent.Host
 	var state string
 	err := r.Scan(&h.ID, &h.Name, &h.ZoneID, &state, &h.CPUMilli, &h.MemoryMiB, &h.DiskGiB, &h.Runtime,
-		&h.AgentVersion, &h.AgentTokenHash, &h.Generation, nullTimeCol{&h.LastSeenAt}, timeCol{&h.RegisteredAt})
+		&h.AgentVersion, &h.AgentTokenHash, &h.Generation, nullTimeCol{&h.LastSeenAt}, timeCol{&h.RegisteredAt},
+		&h.AccessAddr, &h.AccessHostKey)
 	h.State = gpurent.HostState(state)
 	return &h, err
 }
@@ -141,7 +145,7 @@ func (s *Store) SyncHostGPUs(ctx context.Context, hostID string, gpus []gpurent.
 
 // HostByID returns the host with its GPUs, each with its holder.
 func (s *Store) HostByID(ctx context.Context, id string) (*gpurent.Host, error) {
-	h, err := scanHost(s.queryRow(ctx, `SELECT `+hostCols+` FROM hosts WHERE id = ?`, id))
+	h, err := scanHost(s.queryRow(ctx, `SELECT `+hostReadCols+` FROM hosts WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("host", id)
 	}
@@ -173,7 +177,7 @@ func (s *Store) HostByAgentTokenHash(ctx context.Context, hash string) (*gpurent
 	if hash == "" {
 		return nil, gpurent.Errorf(gpurent.CodeNotFound, "host not found")
 	}
-	h, err := scanHost(s.queryRow(ctx, `SELECT `+hostCols+` FROM hosts WHERE agent_token_hash = ?
+	h, err := scanHost(s.queryRow(ctx, `SELECT `+hostReadCols+` FROM hosts WHERE agent_token_hash = ?
 ORDER BY registered_at, id LIMIT 1`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, gpurent.Errorf(gpurent.CodeNotFound, "host not found")
@@ -188,7 +192,7 @@ ORDER BY registered_at, id LIMIT 1`, hash))
 // each GPU with the open allocation holding it: two queries whatever the
 // fleet's size.
 func (s *Store) ListHosts(ctx context.Context) ([]gpurent.Host, error) {
-	rows, err := s.query(ctx, `SELECT `+hostCols+` FROM hosts ORDER BY name`)
+	rows, err := s.query(ctx, `SELECT `+hostReadCols+` FROM hosts ORDER BY name`)
 	if err != nil {
 		return nil, s.dbErr(err, "list hosts")
 	}

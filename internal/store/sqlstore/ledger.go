@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -12,8 +14,13 @@ import (
 
 // The ledger is persisted the way internal/ledger's package doc describes:
 // ledger_tx holds each transaction's request (one row, key unique) and
-// ledger_posting its postings; balances are SUMs over the postings, read
-// inside the write transaction that posts.
+// ledger_posting its postings, append-only: they are the truth. Each
+// customer account's balance is also kept in ledger_balances, moved in the
+// same statement (PostgreSQL) or savepoint (SQLite) that appends the
+// postings, so a post reads one row per account instead of summing the
+// customer's history. Platform accounts are not kept there (one row moved by
+// every post would serialise all customers); LedgerPlatformBalances sums
+// them.
 
 const ledgerTxCols = `seq, key, op, customer, at, amount_fen, charge, credit, expires_at, lot, actor, note, created_at`
 
@@ -39,11 +46,27 @@ func (s *Store) rowLock() string {
 	return ""
 }
 
+// postAtomic runs a post so that its writes stay together or not at all.
+// On PostgreSQL inside a transaction a post needs no savepoint: it reads,
+// then writes everything in one statement, which is atomic by itself (and
+// an error there aborts the surrounding transaction, so nothing half-done
+// can commit). Elsewhere it is atomic (a transaction, or SQLite's cheap
+// in-process savepoint around its three writes).
+func (s *Store) postAtomic(ctx context.Context, fn func(st *Store) error) error {
+	if s.tx != nil && s.d.Name == "postgres" {
+		return fn(s)
+	}
+	return s.atomic(ctx, fn)
+}
+
 // PostLedger performs one ledger operation in one database transaction (see
-// gpurent.Queries). The duplicate check is a lookup under the customer's
-// lock, backed by the unique key: an insert that loses to a racing writer
-// (another customer using the same key) inserts nothing and is answered
-// from the row that won.
+// gpurent.Queries): lock the customer's account (PostgreSQL: FOR UPDATE;
+// SQLite's single writer already serialises), read the key and the kept
+// balances in one query, plan on them, then append the transaction and its
+// postings and move the balances. The duplicate check is a lookup under the
+// customer's lock, backed by the unique key: an insert that loses to a
+// racing writer (another customer using the same key) inserts nothing and is
+// answered from the row that won.
 func (s *Store) PostLedger(ctx context.Context, tx *gpurent.LedgerTx) (bool, error) {
 	if tx == nil {
 		return false, gpurent.Errorf(gpurent.CodeInvalid, "ledger transaction is required")
@@ -59,7 +82,7 @@ func (s *Store) PostLedger(ctx context.Context, tx *gpurent.LedgerTx) (bool, err
 	}
 	var out gpurent.LedgerTx
 	var dup bool
-	err := s.atomic(ctx, func(st *Store) error {
+	err := s.postAtomic(ctx, func(st *Store) error {
 		ok, err := st.exists(ctx, `SELECT 1 FROM accounts WHERE id = ?`+st.rowLock(), req.Customer)
 		if err != nil {
 			return st.dbErr(err, "lock account")
@@ -75,23 +98,23 @@ func (s *Store) PostLedger(ctx context.Context, tx *gpurent.LedgerTx) (bool, err
 			out, dup = *orig, true
 			return nil
 		}
-		orig, err := st.LedgerTxByKey(ctx, req.Key)
-		if err == nil {
-			return answer(orig)
-		}
-		if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		bal, used, err := st.balancesAndKey(ctx, req.Customer, req.Key)
+		if err != nil {
 			return err
+		}
+		if used {
+			orig, err := st.LedgerTxByKey(ctx, req.Key)
+			if err != nil {
+				return err
+			}
+			return answer(orig)
 		}
 		if err := req.Validate(); err != nil {
 			return err
 		}
-		bal, err := st.LedgerBalances(ctx, req.Customer)
-		if err != nil {
-			return err
-		}
-		lots := make([]ledger.Lot, len(bal.Lots))
-		for i, l := range bal.Lots {
-			lots[i] = ledger.Lot{ID: l.ID, Kind: ledger.Kind(l.Kind), ExpiresAt: l.ExpiresAt, BalanceFen: l.BalanceFen}
+		lots := make([]ledger.Lot, 0, len(bal.Lots))
+		for _, l := range bal.Lots {
+			lots = append(lots, ledger.Lot{ID: l.ID, Kind: ledger.Kind(l.Kind), ExpiresAt: l.ExpiresAt, BalanceFen: l.BalanceFen})
 		}
 		w, err := ledger.NewWallet(req.Customer, bal.CashFen, bal.ReceivableFen, lots)
 		if err != nil {
@@ -105,15 +128,32 @@ func (s *Store) PostLedger(ctx context.Context, tx *gpurent.LedgerTx) (bool, err
 			return gpurent.WrapError(gpurent.CodeInternal, err, "planned ledger transaction rejected")
 		}
 		in.CreatedAt = nowOr(in.CreatedAt)
-		var expires any
-		if !in.ExpiresAt.IsZero() {
-			expires = st.ts(in.ExpiresAt)
+		in.Postings = make([]gpurent.LedgerPosting, len(planned.Postings))
+		for i, p := range planned.Postings {
+			in.Postings[i] = gpurent.LedgerPosting{Customer: p.Account.Customer, Kind: string(p.Account.Kind),
+				Lot: p.Account.Lot, AmountFen: p.AmountFen}
+		}
+		// A lot's row is made by its grant and keeps the grant's expiry.
+		expiry := func(p gpurent.LedgerPosting) any {
+			if p.Lot == "" {
+				return nil
+			}
+			if req.Op == ledger.OpGrant && p.Lot == in.Key {
+				return st.ts(in.ExpiresAt)
+			}
+			for _, l := range bal.Lots {
+				if l.ID == p.Lot {
+					return st.ts(l.ExpiresAt)
+				}
+			}
+			return nil
 		}
 		var seq int64
-		err = st.writeRow(ctx, `INSERT INTO ledger_tx (key, op, customer, at, amount_fen, charge, credit, expires_at, lot, actor, note, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING seq`,
-			in.Key, in.Op, in.Customer, st.ts(in.At), in.AmountFen, in.Charge, in.Credit, expires, in.Lot,
-			in.Actor, in.Note, st.ts(in.CreatedAt)).Scan(&seq)
+		if st.d.Name == "postgres" {
+			seq, err = st.appendPostgres(ctx, &in, expiry)
+		} else {
+			seq, err = st.appendShared(ctx, &in, expiry)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			orig, err := st.LedgerTxByKey(ctx, req.Key)
 			if err != nil {
@@ -122,18 +162,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNI
 			return answer(orig)
 		}
 		if err != nil {
-			return st.dbErr(err, "insert ledger transaction")
+			return err
 		}
 		in.Seq = seq
-		in.Postings = make([]gpurent.LedgerPosting, len(planned.Postings))
-		for i, p := range planned.Postings {
-			in.Postings[i] = gpurent.LedgerPosting{Customer: p.Account.Customer, Kind: string(p.Account.Kind),
-				Lot: p.Account.Lot, AmountFen: p.AmountFen}
-			if _, err := st.exec(ctx, `INSERT INTO ledger_posting (tx_seq, idx, customer, kind, lot, amount_fen) VALUES (?, ?, ?, ?, ?, ?)`,
-				seq, i, p.Account.Customer, string(p.Account.Kind), p.Account.Lot, p.AmountFen); err != nil {
-				return st.dbErr(err, "insert ledger posting")
-			}
-		}
 		out = in
 		return nil
 	})
@@ -142,6 +173,177 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNI
 	}
 	*tx = out
 	return dup, nil
+}
+
+// balancesAndKey reads the customer's kept balances and whether key was
+// used, in one query (under the customer's lock).
+func (s *Store) balancesAndKey(ctx context.Context, customer, key string) (*gpurent.LedgerBalances, bool, error) {
+	rows, err := s.query(ctx, `SELECT kind, lot, balance_fen, expires_at FROM ledger_balances WHERE customer = ?
+UNION ALL SELECT '', '', seq, NULL FROM ledger_tx WHERE key = ?`, customer, key)
+	if err != nil {
+		return nil, false, s.dbErr(err, "read ledger balances")
+	}
+	b, used, err := scanBalances(rows, customer)
+	if err != nil {
+		return nil, false, s.dbErr(err, "read ledger balances")
+	}
+	return b, used, nil
+}
+
+// scanBalances reads rows of (kind, lot, balance, expiry) into balances,
+// closing rows. A row with an empty kind (no account has one) says the key
+// asked about was used.
+func scanBalances(rows *sql.Rows, customer string) (*gpurent.LedgerBalances, bool, error) {
+	defer rows.Close()
+	b := &gpurent.LedgerBalances{Customer: customer}
+	used := false
+	for rows.Next() {
+		var kind, lot string
+		var fen int64
+		var expires *time.Time
+		if err := rows.Scan(&kind, &lot, &fen, nullTimeCol{&expires}); err != nil {
+			return nil, false, err
+		}
+		switch {
+		case kind == "":
+			used = true
+		case kind == string(ledger.KindCash):
+			b.CashFen = fen
+		case kind == string(ledger.KindReceivable):
+			b.ReceivableFen = fen
+		case fen != 0:
+			l := gpurent.LedgerLot{ID: lot, Kind: kind, BalanceFen: fen}
+			if expires != nil {
+				l.ExpiresAt = *expires
+			}
+			b.Lots = append(b.Lots, l)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(b.Lots, func(x, y gpurent.LedgerLot) int {
+		if c := x.ExpiresAt.Compare(y.ExpiresAt); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	return b, used, nil
+}
+
+// appendShared appends the transaction, its postings and the balance moves
+// with three statements (SQLite, inside the post's savepoint). It answers
+// sql.ErrNoRows when the key lost to a racing insert.
+func (s *Store) appendShared(ctx context.Context, in *gpurent.LedgerTx, expiry func(gpurent.LedgerPosting) any) (int64, error) {
+	var expires any
+	if !in.ExpiresAt.IsZero() {
+		expires = s.ts(in.ExpiresAt)
+	}
+	var seq int64
+	err := s.writeRow(ctx, `INSERT INTO ledger_tx (key, op, customer, at, amount_fen, charge, credit, expires_at, lot, actor, note, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING seq`,
+		in.Key, in.Op, in.Customer, s.ts(in.At), in.AmountFen, in.Charge, in.Credit, expires, in.Lot,
+		in.Actor, in.Note, s.ts(in.CreatedAt)).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, s.dbErr(err, "insert ledger transaction")
+	}
+	if len(in.Postings) == 0 {
+		return seq, nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO ledger_posting (tx_seq, idx, customer, kind, lot, amount_fen) VALUES `)
+	args := make([]any, 0, 6*len(in.Postings))
+	for i, p := range in.Postings {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?)")
+		args = append(args, seq, i, p.Customer, p.Kind, p.Lot, p.AmountFen)
+	}
+	if _, err := s.exec(ctx, q.String(), args...); err != nil {
+		return 0, s.dbErr(err, "insert ledger postings")
+	}
+	q.Reset()
+	args = args[:0]
+	q.WriteString(`INSERT INTO ledger_balances (customer, kind, lot, balance_fen, expires_at) VALUES `)
+	for _, p := range in.Postings {
+		if p.Customer == "" {
+			continue
+		}
+		if len(args) > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, p.Customer, p.Kind, p.Lot, p.AmountFen, expiry(p))
+	}
+	if len(args) == 0 {
+		return seq, nil
+	}
+	q.WriteString(` ON CONFLICT (customer, kind, lot) DO UPDATE SET balance_fen = ledger_balances.balance_fen + excluded.balance_fen`)
+	if _, err := s.exec(ctx, q.String(), args...); err != nil {
+		return 0, s.dbErr(err, "move ledger balances")
+	}
+	return seq, nil
+}
+
+// appendPostgres appends the transaction, its postings and the balance
+// moves in one statement: one round trip, atomic by itself, so a post
+// inside a transaction needs no savepoint. It answers sql.ErrNoRows when
+// the key lost to a racing insert (then nothing is written).
+func (s *Store) appendPostgres(ctx context.Context, in *gpurent.LedgerTx, expiry func(gpurent.LedgerPosting) any) (int64, error) {
+	var expires any
+	if !in.ExpiresAt.IsZero() {
+		expires = s.ts(in.ExpiresAt)
+	}
+	var q strings.Builder
+	q.WriteString(`WITH t AS (INSERT INTO ledger_tx (key, op, customer, at, amount_fen, charge, credit, expires_at, lot, actor, note, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING seq)`)
+	args := []any{in.Key, in.Op, in.Customer, s.ts(in.At), in.AmountFen, in.Charge, in.Credit, expires, in.Lot,
+		in.Actor, in.Note, s.ts(in.CreatedAt)}
+	if len(in.Postings) > 0 {
+		q.WriteString(`, p AS (INSERT INTO ledger_posting (tx_seq, idx, customer, kind, lot, amount_fen)
+SELECT t.seq, v.idx, v.customer, v.kind, v.lot, v.amount_fen FROM t, (VALUES `)
+		for i, p := range in.Postings {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))")
+			args = append(args, i, p.Customer, p.Kind, p.Lot, p.AmountFen)
+		}
+		q.WriteString(`) AS v (idx, customer, kind, lot, amount_fen))`)
+		n := 0
+		for _, p := range in.Postings {
+			if p.Customer == "" {
+				continue
+			}
+			if n == 0 {
+				q.WriteString(`, b AS (INSERT INTO ledger_balances (customer, kind, lot, balance_fen, expires_at)
+SELECT v.customer, v.kind, v.lot, v.amount_fen, v.expires_at FROM t, (VALUES `)
+			} else {
+				q.WriteString(", ")
+			}
+			n++
+			q.WriteString("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TIMESTAMPTZ))")
+			args = append(args, p.Customer, p.Kind, p.Lot, p.AmountFen, expiry(p))
+		}
+		if n > 0 {
+			q.WriteString(`) AS v (customer, kind, lot, amount_fen, expires_at)
+ON CONFLICT (customer, kind, lot) DO UPDATE SET balance_fen = ledger_balances.balance_fen + excluded.balance_fen)`)
+		}
+	}
+	q.WriteString(` SELECT seq FROM t`)
+	var seq int64
+	err := s.writeRow(ctx, q.String(), args...).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, s.dbErr(err, "append ledger transaction")
+	}
+	return seq, nil
 }
 
 func scanLedgerTx(r rowScanner) (*gpurent.LedgerTx, error) {
@@ -240,39 +442,16 @@ WHERE tx_seq IN (`+placeholders(len(txs))+`) ORDER BY tx_seq, idx`, args...)
 	return nil
 }
 
-// LedgerBalances sums the customer's postings per account; a lot's expiry
-// comes from the grant that made it.
+// LedgerBalances reads the customer's kept balances (each equal to the sum
+// of its account's postings); a lot's expiry is the grant's that made it.
 func (s *Store) LedgerBalances(ctx context.Context, customer string) (*gpurent.LedgerBalances, error) {
-	rows, err := s.query(ctx, `SELECT p.kind, p.lot, CAST(SUM(p.amount_fen) AS BIGINT), g.expires_at
-FROM ledger_posting p LEFT JOIN ledger_tx g ON p.lot <> '' AND g.key = p.lot
-WHERE p.customer = ? GROUP BY p.kind, p.lot, g.expires_at ORDER BY g.expires_at, p.lot`, customer)
+	rows, err := s.query(ctx, `SELECT kind, lot, balance_fen, expires_at FROM ledger_balances WHERE customer = ?`, customer)
 	if err != nil {
-		return nil, s.dbErr(err, "sum ledger postings")
+		return nil, s.dbErr(err, "read ledger balances")
 	}
-	defer rows.Close()
-	b := &gpurent.LedgerBalances{Customer: customer}
-	for rows.Next() {
-		var kind, lot string
-		var sum int64
-		var expires *time.Time
-		if err := rows.Scan(&kind, &lot, &sum, nullTimeCol{&expires}); err != nil {
-			return nil, s.dbErr(err, "sum ledger postings")
-		}
-		switch {
-		case kind == string(ledger.KindCash):
-			b.CashFen = sum
-		case kind == string(ledger.KindReceivable):
-			b.ReceivableFen = sum
-		case sum != 0:
-			l := gpurent.LedgerLot{ID: lot, Kind: kind, BalanceFen: sum}
-			if expires != nil {
-				l.ExpiresAt = *expires
-			}
-			b.Lots = append(b.Lots, l)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err, "sum ledger postings")
+	b, _, err := scanBalances(rows, customer)
+	if err != nil {
+		return nil, s.dbErr(err, "read ledger balances")
 	}
 	return b, nil
 }

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strconv"
 	"time"
 
@@ -33,51 +35,117 @@ func (s *Store) IngestRunEvent(ctx context.Context, e *gpurent.RunEvent, payload
 	}
 	at = nowOr(at)
 	e.StartedAt, e.EndedAt = normTime(e.StartedAt), normTimePtr(e.EndedAt)
-	runID := UsageRunID(e.AllocationID, e.StartedAt)
+	// A start says the run was alive at its start, no later: reports that
+	// see it running move its last sign of life (TouchRun). An end closes
+	// the run, unless it was closed already (reported, or at a silent
+	// host's last heartbeat): nobody is billed for the unknown. One upsert
+	// does both, for a run whose start arrived or not.
+	r := runRow{id: UsageRunID(e.AllocationID, e.StartedAt), seen: e.StartedAt}
+	if e.EndedAt != nil {
+		r.ended, r.reason = e.EndedAt, gpurent.RunEndReported
+		if e.EndedAt.After(r.seen) {
+			r.seen = *e.EndedAt
+		}
+	}
+	if s.d.Name == "postgres" {
+		return s.ingestPostgres(ctx, e, payloadHash, run, r, at)
+	}
+	return s.ingestShared(ctx, e, payloadHash, run, r, at)
+}
+
+// runRow is what an event writes to its run.
+type runRow struct {
+	id     string
+	ended  *time.Time
+	reason string
+	seen   time.Time
+}
+
+// upsertRunOnConflict makes an insert of a run open it, or end it when open;
+// a run ended already keeps its end.
+const upsertRunOnConflict = ` ON CONFLICT (id) DO UPDATE SET ended_at = excluded.ended_at, end_reason = excluded.end_reason,
+last_seen_at = excluded.last_seen_at WHERE usage_runs.ended_at IS NULL AND excluded.ended_at IS NOT NULL`
+
+// ingestPostgres stores the event and applies it to its run in one
+// statement: one round trip, atomic by itself, so no savepoint is needed
+// inside a surrounding transaction (where an error aborts that transaction,
+// so nothing half-done can commit).
+func (s *Store) ingestPostgres(ctx context.Context, e *gpurent.RunEvent, payloadHash string, run *gpurent.UsageRun, r runRow, at time.Time) (bool, error) {
+	var inserted int
+	var have string
+	err := s.writeRow(ctx, `WITH ev AS (INSERT INTO usage_events (id, host_id, kind, instance_id, allocation_id, started_at, ended_at,
+payload_hash, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id),
+run AS (INSERT INTO usage_runs (id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count, started_at, ended_at,
+end_reason, last_seen_at)
+SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER),
+CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), CAST(? AS TEXT), CAST(? AS TIMESTAMPTZ) FROM ev`+upsertRunOnConflict+`)
+SELECT (SELECT COUNT(*) FROM ev), COALESCE((SELECT payload_hash FROM usage_events WHERE id = ?), '')`,
+		e.ID, e.HostID, e.Kind, e.InstanceID, e.AllocationID, s.ts(e.StartedAt), s.tsp(e.EndedAt), payloadHash, s.ts(at),
+		r.id, e.InstanceID, e.AllocationID, e.HostID, run.AccountID, run.TypeID, run.GPUCount,
+		s.ts(e.StartedAt), s.tsp(r.ended), r.reason, s.ts(r.seen),
+		e.ID).Scan(&inserted, &have)
+	if err != nil {
+		return false, s.dbErr(err, "store run event")
+	}
+	if inserted == 1 {
+		return false, nil
+	}
+	if have == "" {
+		// Stored by a racing transaction that committed while this
+		// statement waited: its snapshot did not see it; a new one does.
+		if err := s.queryRow(ctx, `SELECT payload_hash FROM usage_events WHERE id = ?`, e.ID).Scan(&have); err != nil {
+			return false, s.dbErr(err, "read run event")
+		}
+	}
+	return sameRunEvent(e.ID, have, payloadHash)
+}
+
+// ingestShared stores the event and applies it to its run with three
+// statements and no savepoint (SQLite, whose one writer serialises every
+// write transaction): look the id up; apply the event to its run, the
+// statement that may fail on a bad reference, before anything is written;
+// then store the event.
+func (s *Store) ingestShared(ctx context.Context, e *gpurent.RunEvent, payloadHash string, run *gpurent.UsageRun, r runRow, at time.Time) (bool, error) {
 	dup := false
-	err := s.atomic(ctx, func(st *Store) error {
-		n, err := st.execN(ctx, `INSERT INTO usage_events (id, host_id, kind, instance_id, allocation_id, started_at, ended_at,
-payload_hash, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			e.ID, e.HostID, e.Kind, e.InstanceID, e.AllocationID, st.ts(e.StartedAt), st.tsp(e.EndedAt), payloadHash, st.ts(at))
-		if err != nil {
-			return st.dbErr(err, "store run event")
+	apply := func(st *Store) error {
+		var have string
+		err := st.queryRow(ctx, `SELECT payload_hash FROM usage_events WHERE id = ?`, e.ID).Scan(&have)
+		if err == nil {
+			dup, err = sameRunEvent(e.ID, have, payloadHash)
+			return err
 		}
-		if n == 0 {
-			var have string
-			if err := st.queryRow(ctx, `SELECT payload_hash FROM usage_events WHERE id = ?`, e.ID).Scan(&have); err != nil {
-				return st.dbErr(err, "read run event")
-			}
-			if have != payloadHash {
-				return gpurent.Errorf(gpurent.CodeConflict, "run event %s was reported before with other content", e.ID)
-			}
-			dup = true
-			return nil
-		}
-		// A start says the run was alive at its start, no later: reports
-		// that see it running move its last sign of life (TouchRun).
-		seen := e.StartedAt
-		if e.EndedAt != nil {
-			seen = *e.EndedAt
-		}
-		if seen.Before(e.StartedAt) {
-			seen = e.StartedAt
+		if !errors.Is(err, sql.ErrNoRows) {
+			return st.dbErr(err, "read run event")
 		}
 		if _, err := st.exec(ctx, `INSERT INTO usage_runs (id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count,
-started_at, ended_at, end_reason, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?) ON CONFLICT DO NOTHING`,
-			runID, e.InstanceID, e.AllocationID, e.HostID, run.AccountID, run.TypeID, run.GPUCount, st.ts(e.StartedAt), st.ts(seen)); err != nil {
-			return st.dbErr(err, "open usage run")
+started_at, ended_at, end_reason, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`+upsertRunOnConflict,
+			r.id, e.InstanceID, e.AllocationID, e.HostID, run.AccountID, run.TypeID, run.GPUCount,
+			st.ts(e.StartedAt), st.tsp(r.ended), r.reason, st.ts(r.seen)); err != nil {
+			return st.dbErr(err, "apply run event")
 		}
-		if e.Kind == gpurent.RunEnded {
-			// A run closed already (reported, or at a silent host's last
-			// heartbeat) keeps its end: nobody is billed for the unknown.
-			if _, err := st.exec(ctx, `UPDATE usage_runs SET ended_at = ?, end_reason = ?, last_seen_at = ?
-WHERE id = ? AND ended_at IS NULL`, st.tsp(e.EndedAt), gpurent.RunEndReported, st.tsp(e.EndedAt), runID); err != nil {
-				return st.dbErr(err, "end usage run")
-			}
+		if _, err := st.exec(ctx, `INSERT INTO usage_events (id, host_id, kind, instance_id, allocation_id, started_at, ended_at,
+payload_hash, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.HostID, e.Kind, e.InstanceID, e.AllocationID, st.ts(e.StartedAt), st.tsp(e.EndedAt), payloadHash, st.ts(at)); err != nil {
+			// Never taken for a refusal: the run moved already, so the
+			// surrounding transaction must not commit.
+			return gpurent.WrapError(gpurent.CodeInternal, err, "store run event %s", e.ID)
 		}
 		return nil
-	})
+	}
+	if s.tx != nil {
+		return dup, apply(s)
+	}
+	err := s.atomic(ctx, apply)
 	return dup, err
+}
+
+// sameRunEvent answers a stored event's id seen again: a duplicate with the
+// same content, a conflict with other content.
+func sameRunEvent(id, have, payloadHash string) (bool, error) {
+	if have != payloadHash {
+		return false, gpurent.Errorf(gpurent.CodeConflict, "run event %s was reported before with other content", id)
+	}
+	return true, nil
 }
 
 // TouchRun moves an open run's LastSeenAt forward to at.

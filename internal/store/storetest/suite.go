@@ -50,6 +50,8 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"LedgerBalancesKept", testLedgerBalancesKept},
 		{"Vouchers", testVouchers},
 		{"Payments", testPayments},
+		{"PlanChanges", testPlanChanges},
+		{"Access", testAccess},
 		{"InTx", testInTx},
 		{"TimesUTC", testTimesUTC},
 		{"AllocationRace", testAllocationRace},

@@ -44,6 +44,11 @@ fi
 # The busybox test image must be statically linked: it runs FROM scratch.
 if ldd /bin/busybox >/dev/null 2>&1; then install_pkgs busybox-static; fi
 
+# --- OpenSSH client (the access tests drive the real ssh, scp and sftp) --------
+for tool in ssh scp sftp ssh-keygen; do
+	command -v "$tool" >/dev/null 2>&1 || { install_pkgs openssh-client; break; }
+done
+
 # --- PostgreSQL ----------------------------------------------------------------
 if [ -z "${GPURENT_TEST_POSTGRES_DSN:-}" ]; then
 	command -v pg_ctlcluster >/dev/null 2>&1 || install_pkgs postgresql

@@ -74,6 +74,19 @@ type Config struct {
 	// change of the desired instance is tried at once.
 	RunRetryMin, RunRetryMax time.Duration
 	Now                      func() time.Time // default time.Now
+	// Access, when set, is the agent's SSH access server, reported to the
+	// control plane with every report.
+	Access *AccessEndpoint
+}
+
+// AccessEndpoint is the agent's SSH access server as the control plane
+// sees it.
+type AccessEndpoint struct {
+	Addr    string // host:port the gateway dials
+	HostKey string // authorized_keys form; the gateway pins it
+	// SetGatewayKeys receives the gateway's keys from each report answer
+	// (authorized_keys form): the server lets only them in.
+	SetGatewayKeys func(keys []string)
 }
 
 // Agent is one host agent. Make it with New and start it with Run.

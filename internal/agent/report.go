@@ -67,6 +67,9 @@ func (a *Agent) report(ctx context.Context) error {
 				a.log.Error("agent: cannot save the run journal; acknowledged events will be resent", "err", err)
 			}
 		}
+		if ac := a.cfg.Access; ac != nil && ac.SetGatewayKeys != nil && len(resp.GatewayKeys) > 0 {
+			ac.SetGatewayKeys(resp.GatewayKeys)
+		}
 		if resp.Generation > a.generation.Load() {
 			a.refetch()
 		}
@@ -103,6 +106,9 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 		Runtime:   a.cfg.Runtime.Name(),
 		GPUs:      gpus,
 		Instances: make([]agentproto.ActualInstance, 0, len(actual)),
+	}
+	if ac := a.cfg.Access; ac != nil {
+		rep.AccessAddr, rep.AccessHostKey = ac.Addr, ac.HostKey
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -105,6 +105,11 @@ type Report struct {
 	// agent wrote each to its journal before sending it; a retry resends
 	// the same ids.
 	Runs []RunEvent `json:"runs,omitempty"`
+	// AccessAddr is where the control plane's SSH gateway reaches the
+	// agent's access server (host:port), AccessHostKey that server's host
+	// key (authorized_keys form); empty when the agent runs none.
+	AccessAddr    string `json:"access_addr,omitempty"`
+	AccessHostKey string `json:"access_host_key,omitempty"`
 }
 
 // Run event kinds.
@@ -131,4 +136,7 @@ type ReportResponse struct {
 	// RunsAcked are the ids of the report's run events the control plane
 	// has stored (or refused for good): the agent drops them.
 	RunsAcked []string `json:"runs_acked,omitempty"`
+	// GatewayKeys are the public keys (authorized_keys form) of the SSH
+	// gateway: the only clients the agent's access server lets in.
+	GatewayKeys []string `json:"gateway_keys,omitempty"`
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
@@ -415,6 +417,9 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request, host 
 			s.log.LogAttrs(r.Context(), slog.LevelError, "metering: run events not stored; the agent resends them",
 				slog.String("host", host.ID), slog.String("error", err.Error()))
 		}
+	}
+	if s.access != nil && s.access.GatewayKey != nil {
+		resp.GatewayKeys = []string{strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.access.GatewayKey)))}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

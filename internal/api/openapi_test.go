@@ -98,7 +98,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		concrete := path
 		switch {
 		case strings.HasPrefix(path, "/api/v1/instances/{id}"):
-			concrete = strings.Replace(path, "{id}", in.ID, 1)
+			concrete = strings.Replace(strings.Replace(path, "{id}", in.ID, 1), "{port}", "8888", 1)
+		case path == "/api/v1/ssh-keys/{id}":
+			concrete = "/api/v1/ssh-keys/key-nope"
 		case strings.HasPrefix(path, "/api/v1/hosts/{id}"):
 			concrete = strings.Replace(path, "{id}", h.id, 1)
 		case strings.HasPrefix(path, "/api/v1/accounts/{id}"):

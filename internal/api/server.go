@@ -27,6 +27,7 @@ import (
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
+	"github.com/gpurent/gpurent/internal/sshkeys"
 	"github.com/gpurent/gpurent/internal/wallet"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	// Wallet serves balances, credits, vouchers and payments; /me takes
 	// the balance from it.
 	Wallet *wallet.Service
+	// SSHKeys keeps customers' SSH keys.
+	SSHKeys *sshkeys.Service
+	// Access, when set, says where the SSH gateway and port links are.
+	Access *Access
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -66,6 +71,8 @@ type Server struct {
 	wallet   *wallet.Service
 	academic *academic.Service
 	metering *metering.Service
+	sshKeys  *sshkeys.Service
+	access   *Access
 	store    gpurent.Store
 	log      *slog.Logger
 	reg      *prometheus.Registry
@@ -97,6 +104,8 @@ func New(cfg Config) *Server {
 		wallet:   cfg.Wallet,
 		academic: cfg.Academic,
 		metering: cfg.Metering,
+		sshKeys:  cfg.SSHKeys,
+		access:   cfg.Access,
 		store:    cfg.Store,
 		log:      cfg.Logger,
 		reg:      cfg.Registry,
@@ -121,6 +130,9 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern(), rt.h)
 	}
+	// Browser links to instances' HTTP ports: any method, any path below
+	// the instance and port, authenticated by the link's token or cookie.
+	s.mux.HandleFunc("/p/", s.handlePortProxy)
 	return s
 }
 
@@ -176,6 +188,12 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/instances/{id}/stop", s.user(s.handleStopInstance)},
 		{"POST", "/api/v1/instances/{id}/start", s.user(s.handleStartInstance)},
 		{"GET", "/api/v1/instances/{id}/plan", s.user(s.handlePlanHistory)},
+		{"GET", "/api/v1/instances/{id}/access", s.user(s.handleInstanceAccess)},
+		{"POST", "/api/v1/instances/{id}/ports/{port}/link", s.user(s.handlePortLink)},
+		{"GET", "/api/v1/ssh-keys", s.user(s.handleListSSHKeys)},
+		{"POST", "/api/v1/ssh-keys", s.user(s.handleAddSSHKey)},
+		{"DELETE", "/api/v1/ssh-keys/{id}", s.user(s.handleDeleteSSHKey)},
+		{"GET", "/api/v1/access-sessions", s.user(s.handleAccessSessions)},
 		{"POST", "/api/v1/instances/{id}/plan", s.user(s.handleChangePlan)},
 		{"DELETE", "/api/v1/instances/{id}", s.user(s.handleDeleteInstance)},
 

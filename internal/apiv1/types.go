@@ -576,3 +576,57 @@ type PlanHistory struct {
 	Plan       string       `json:"plan"`
 	Changes    []PlanChange `json:"changes"`
 }
+
+// SSHKey is a public key registered on the account.
+type SSHKey struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	PublicKey   string     `json:"public_key"`
+	Fingerprint string     `json:"fingerprint"`
+	CreatedAt   time.Time  `json:"created_at"`
+	LastUsedAt  *time.Time `json:"last_used_at,omitempty"`
+}
+
+// AddSSHKeyRequest registers a public key (authorized_keys form).
+type AddSSHKeyRequest struct {
+	PublicKey string `json:"public_key"`
+	Name      string `json:"name,omitempty"` // default: the key's comment
+}
+
+// InstanceAccess says how to reach an instance over SSH through the
+// gateway: the command to run and the gateway's host key to verify.
+type InstanceAccess struct {
+	InstanceID         string `json:"instance_id"`
+	Host               string `json:"host"`
+	Port               int    `json:"port"`
+	User               string `json:"user"` // the instance id
+	SSHCommand         string `json:"ssh_command"`
+	HostKey            string `json:"host_key"`             // authorized_keys form
+	HostKeyFingerprint string `json:"host_key_fingerprint"` // SHA256:..., as ssh prints it
+	KnownHostsLine     string `json:"known_hosts_line"`     // for ~/.ssh/known_hosts
+	Running            bool   `json:"running"`              // reachable now
+}
+
+// PortLink is a browser link to an HTTP port of an instance (Jupyter,
+// TensorBoard), for its owner only, valid until ExpiresAt (the first visit
+// sets a cookie that lasts the browser session).
+type PortLink struct {
+	InstanceID string    `json:"instance_id"`
+	Port       int       `json:"port"`
+	URL        string    `json:"url"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// AccessSession is one audited SSH or proxy session.
+type AccessSession struct {
+	ID         string     `json:"id"`
+	InstanceID string     `json:"instance_id"`
+	Kind       string     `json:"kind"`
+	Detail     string     `json:"detail,omitempty"`
+	ClientAddr string     `json:"client_addr"`
+	StartedAt  time.Time  `json:"started_at"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	ExitStatus *int       `json:"exit_status,omitempty"`
+	BytesIn    int64      `json:"bytes_in"`
+	BytesOut   int64      `json:"bytes_out"`
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,8 @@ func serveCommand() *cobra.Command {
 		demo                                         bool
 		demoHostsPerType                             int
 		verbose                                      bool
-		payee                                        string
+		payee, sshListen, sshAdvertise               string
+		sshIdle                                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -64,7 +66,8 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 			if payee != "" {
 				providers = append(providers, wallet.NewBankTransferProvider(payee))
 			}
-			s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers})
+			s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers,
+				SSHListen: sshListen, SSHAdvertise: sshAdvertise, KeyDir: dataDir, SSHIdleTimeout: sshIdle})
 			if err != nil {
 				return err
 			}
@@ -72,6 +75,9 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "gpurent %s control plane on %s (database: %s)\n", Version, s.URL, s.Store.Backend())
 			fmt.Fprintf(out, "  agents join with: gpurent agent --server %s --join-token %s --zone ZONE\n", s.URL, joinToken)
+			if s.SSHAddr != "" {
+				fmt.Fprintf(out, "  SSH gateway on %s (customers: gpurent ssh-key add; gpurent ssh INSTANCE)\n", s.SSHAddr)
+			}
 			if payee != "" {
 				fmt.Fprintf(out, "  top-ups by bank transfer to: %s (confirm with `gpurent payment bank-transfer REFERENCE AMOUNT`)\n", payee)
 			}
@@ -119,6 +125,11 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 	f.StringVar(&joinToken, "join-token", os.Getenv("GPURENT_JOIN_TOKEN"), "token agents present to register (env GPURENT_JOIN_TOKEN; default: generated once, kept in <data-dir>/join-token)")
 	f.StringVar(&payee, "bank-transfer-payee", os.Getenv("GPURENT_BANK_TRANSFER_PAYEE"),
 		"take top-ups by bank transfer to this account (bank, name, number); operators confirm them with `gpurent payment` (env GPURENT_BANK_TRANSFER_PAYEE)")
+	f.StringVar(&sshListen, "ssh-listen", envOr("GPURENT_SSH_LISTEN", "127.0.0.1:2222"),
+		"where the SSH gateway to instances listens (\"\": no gateway) (env GPURENT_SSH_LISTEN)")
+	f.StringVar(&sshAdvertise, "ssh-advertise", os.Getenv("GPURENT_SSH_ADVERTISE"),
+		"host:port customers dial for SSH, when not the listen address (env GPURENT_SSH_ADVERTISE)")
+	f.DurationVar(&sshIdle, "ssh-idle-timeout", 0, "close SSH connections idle this long (0: never; dead ones are dropped by keepalives)")
 	f.BoolVar(&demo, "demo", false, "seed demo logins and run in-process agents with fake GPUs")
 	f.IntVar(&demoHostsPerType, "demo-hosts", 8, "demo hosts per GPU type (8 GPUs each)")
 	f.StringVar(&runtimeFlag, "demo-runtime", "auto", "demo instance runtime: auto, docker or process")
@@ -156,6 +167,7 @@ func loadOrMakeJoinToken(dataDir string) (string, error) {
 func agentCommand() *cobra.Command {
 	var (
 		server, joinToken, name, zone, stateDir, runtimeFlag, gpuFlag, fakeGPUs string
+		accessListen, accessAdvertise                                           string
 		fakeGroup                                                               int
 		verbose                                                                 bool
 	)
@@ -216,8 +228,16 @@ func agentCommand() *cobra.Command {
 			default:
 				return fmt.Errorf("--runtime must be docker or process, got %q", runtimeFlag)
 			}
+			listen := accessListen
+			if runtimeFlag == "process" && !cmd.Flags().Changed("access-listen") {
+				listen = "" // the process runtime cannot reach into instances
+			}
+			ep, err := startAccess(ctx, stateDir, listen, accessAdvertise, rt, log)
+			if err != nil {
+				return err
+			}
 			a, err := agent.New(agent.Config{ServerURL: server, JoinToken: joinToken, Name: name, Zone: zone,
-				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version})
+				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version, Access: ep})
 			if err != nil {
 				return err
 			}
@@ -231,6 +251,10 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&zone, "zone", os.Getenv("GPURENT_ZONE"), "zone id of this host (env GPURENT_ZONE)")
 	f.StringVar(&stateDir, "state-dir", "", "where the agent keeps its credentials (default <data-dir>/agent)")
 	f.StringVar(&runtimeFlag, "runtime", "docker", "instance runtime: docker, or process (demos only)")
+	f.StringVar(&accessListen, "access-listen", envOr("GPURENT_ACCESS_LISTEN", ":2223"),
+		"where the SSH access server listens for the control plane's gateway (\"\": none) (env GPURENT_ACCESS_LISTEN)")
+	f.StringVar(&accessAdvertise, "access-advertise", os.Getenv("GPURENT_ACCESS_ADVERTISE"),
+		"host:port the gateway dials to reach this agent (default: this machine's name and the listen port) (env GPURENT_ACCESS_ADVERTISE)")
 	f.StringVar(&gpuFlag, "gpus", "nvml", "GPU discovery: nvml (needs a build with -tags nvml) or fake")
 	f.StringVar(&fakeGPUs, "fake-gpus", "h100-80g-sxm:8", "with --gpus fake: TYPE:COUNT")
 	f.IntVar(&fakeGroup, "fake-group-size", 8, "with --gpus fake: GPUs per NVLink domain / PCIe switch")

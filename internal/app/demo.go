@@ -108,6 +108,9 @@ type AgentsConfig struct {
 	// HeartbeatInterval and RetryMax (0: the agent's defaults).
 	HeartbeatInterval time.Duration
 	RetryMax          time.Duration
+	// NoAccess runs no SSH access servers (with Docker, each agent runs one
+	// on a free loopback port, for the control plane's gateway).
+	NoAccess bool
 }
 
 // Agents are running in-process agents.
@@ -172,7 +175,16 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 			rt = p
 		}
 		as.Runtime = rt.Name()
+		var ep *agent.AccessEndpoint
+		if useDocker && !cfg.NoAccess {
+			var err error
+			if ep, err = startAccess(ctx, dir, "127.0.0.1:0", "", rt, log.With("host", h.Name)); err != nil {
+				cancel()
+				return nil, err
+			}
+		}
 		a, err := agent.New(agent.Config{
+			Access:    ep,
 			ServerURL: cfg.ServerURL, JoinToken: cfg.JoinToken, Name: h.Name, Zone: h.Zone,
 			StateDir: dir, Runtime: rt,
 			GPUs: fake.New(fake.Config{Host: h.Name, TypeID: t.ID, Name: t.Name, Count: h.GPUs,

@@ -31,7 +31,8 @@ func startDockerFleet(t *testing.T, name, typeID string, gpus int) *dockerFleet 
 	dir := t.TempDir()
 	join := "join-" + name
 	s, err := StartServer(ctx, ServerConfig{DSN: filepath.Join(dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: join,
-		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 200 * time.Millisecond})
+		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 200 * time.Millisecond,
+		SSHListen: "127.0.0.1:0", KeyDir: filepath.Join(dir, "keys")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
+	"github.com/gpurent/gpurent/internal/sshkeys"
 	"github.com/gpurent/gpurent/internal/wallet"
 )
 
@@ -48,6 +49,19 @@ type ServerConfig struct {
 	// PaymentProviders are the gateways customers may top up through
 	// (none: top-ups by operator credit and vouchers only).
 	PaymentProviders []wallet.PaymentProvider
+	// SSHListen, when set, runs the SSH gateway there ("127.0.0.1:0": any
+	// free port); SSHAdvertise is the host:port customers dial, when it is
+	// not the listener's address (behind NAT or a load balancer).
+	SSHListen, SSHAdvertise string
+	// SSHIdleTimeout closes gateway connections idle that long (0: none;
+	// keepalives still drop dead ones).
+	SSHIdleTimeout time.Duration
+	// KeyDir keeps the gateway's host key, its key toward agents and the
+	// port proxy's secret (made on first start); every replica needs the
+	// same files. Required with SSHListen.
+	KeyDir string
+	// SecureCookies marks the port proxy's cookies Secure (behind TLS).
+	SecureCookies bool
 }
 
 // Server is a running control plane.
@@ -60,8 +74,13 @@ type Server struct {
 	Academic *academic.Service
 	Wallet   *wallet.Service
 	Metering *metering.Service
+	SSHKeys  *sshkeys.Service
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
+	// SSHAddr is where customers reach the SSH gateway ("" when off).
+	SSHAddr string
+
+	gateway *gateway
 
 	ownStore    bool
 	http        *http.Server
@@ -120,11 +139,28 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 				cfg.Logger.Error("releasing a stopped instance's GPUs after a plan change", "instance", c.InstanceID, "err", err)
 			}
 		}})
+	s.SSHKeys = sshkeys.New(s.Store, cfg.Now)
+	var access *api.Access
+	if cfg.SSHListen != "" {
+		if cfg.KeyDir == "" {
+			s.closeStore()
+			return nil, errors.New("the SSH gateway needs a key directory (ServerConfig.KeyDir)")
+		}
+		var err error
+		if s.gateway, access, err = startGateway(cfg, s.Store, s.SSHKeys); err != nil {
+			s.closeStore()
+			return nil, err
+		}
+		s.SSHAddr = access.SSHAddr
+	}
 	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
-		Metering: s.Metering, Store: s.Store,
+		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access,
 		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		if s.gateway != nil {
+			s.gateway.close()
+		}
 		s.closeStore()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
@@ -163,6 +199,9 @@ func (s *Server) Close() error {
 	}
 	if serr := <-s.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
+	}
+	if s.gateway != nil {
+		s.gateway.close()
 	}
 	s.stopWatch()
 	<-s.watchExited

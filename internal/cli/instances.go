@@ -165,7 +165,18 @@ func (a *app) showCmd() *cobra.Command {
 				if id != ids[0] {
 					fmt.Fprintln(out(cmd))
 				}
-				return a.printInstance(cmd, inst)
+				if err := a.printInstance(cmd, inst); err != nil {
+					return err
+				}
+				// How to reach it, when the control plane runs the gateway.
+				if acc, err := c.InstanceAccess(cmd.Context(), inst.ID); err == nil {
+					fmt.Fprintf(out(cmd), "\nSSH:       %s\nHost key:  %s (the gateway's; `gpurent ssh %s` pins it)\n"+
+						"Files:     scp -P %d FILE %s@%s:/root/data/   ·   sftp -P %d %s@%s\n"+
+						"Ports:     gpurent port-forward %s 8888   ·   gpurent open %s 8888\n",
+						acc.SSHCommand, acc.HostKeyFingerprint, inst.ID, acc.Port, inst.ID, acc.Host, acc.Port, inst.ID, acc.Host,
+						inst.ID, inst.ID)
+				}
+				return nil
 			})
 		},
 	}

@@ -115,9 +115,9 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 			root.AddCommand(c)
 		}
 	}
-	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd(), a.academicCmd(), a.walletCmd(), a.voucherCmd())
+	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd(), a.academicCmd(), a.walletCmd(), a.voucherCmd(), a.sshKeyCmd())
 	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
-		a.stopCmd(), a.startCmd(), a.rmCmd(), a.planCmd())
+		a.stopCmd(), a.startCmd(), a.rmCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd())
 	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd())
 	root.AddCommand(extra...)
 	return root
@@ -137,6 +137,10 @@ func Execute(ctx context.Context, root *cobra.Command, args []string) int {
 	}
 	if cmd == nil {
 		cmd = root
+	}
+	var ee ExitError
+	if errors.As(err, &ee) { // ssh's own status: ssh printed why
+		return ee.Code
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintln(w, "error: "+errorText(err))
@@ -168,6 +172,12 @@ func errorText(err error) string {
 	}
 	return err.Error()
 }
+
+// ExitError is a program the command ran (ssh) ending with a status other
+// than 0: gpurent exits with the same status and adds nothing.
+type ExitError struct{ Code int }
+
+func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 // usageError is a flag or argument the command cannot accept.
 type usageError struct {

@@ -220,6 +220,12 @@ func (s *Service) Report(ctx context.Context, host *gpurent.Host, rep agentproto
 			changed = true
 		}
 	}
+	if rep.AccessAddr != "" && (rep.AccessAddr != host.AccessAddr || rep.AccessHostKey != host.AccessHostKey) {
+		if err := s.cfg.Store.SetHostAccess(ctx, host.ID, rep.AccessAddr, rep.AccessHostKey); err != nil {
+			return err
+		}
+		s.cfg.Logger.Info("host access server", "host", host.ID, "addr", rep.AccessAddr)
+	}
 	if err := s.cfg.Store.TouchHost(ctx, host.ID, now); err != nil {
 		return err
 	}

@@ -181,6 +181,18 @@ type Queries interface {
 	// stored before with the same payloadHash changes nothing and answers
 	// dup; with another payloadHash it is a conflict.
 	IngestRunEvent(ctx context.Context, e *RunEvent, payloadHash string, run *UsageRun, at time.Time) (dup bool, err error)
+	// IngestRunEvents is IngestRunEvent for a report's events at once, in
+	// one transaction and a few statements: events[i] has payload hash
+	// hashes[i] and belongs to the run runs[i] describes (runs may share
+	// pointers). Events apply as if ingested one after the other in order,
+	// each answered in results[i]: stored now (zero), a duplicate, or
+	// refused (CodeInvalid: malformed, or naming a record that does not
+	// exist; CodeConflict: the ID was stored with another hash). An ID
+	// repeated within the batch is answered like its first well-formed
+	// occurrence (a duplicate of it with the same hash, a conflict with
+	// another). A refusal writes nothing of its event; err (a store
+	// failure) means nothing at all was written.
+	IngestRunEvents(ctx context.Context, events []RunEvent, hashes []string, runs []*UsageRun, at time.Time) (results []RunEventResult, err error)
 	// TouchRun moves the open run's LastSeenAt forward to at: the agent
 	// saw it running then. (Only a run seen running is touched, so a run's
 	// last sign of life never passes its real end.)
@@ -193,6 +205,18 @@ type Queries interface {
 	// sets Settled, only if it is still prev (a conflict otherwise): call it
 	// in the transaction that posts the debit to the ledger.
 	RecordRunDebit(ctx context.Context, runID string, prev, debited int64, settled bool) error
+	// PostRunDebits applies many runs' debits in one transaction: each as
+	// RecordRunDebit(RunID, PrevFen, PrevFen+Tx.AmountFen, Settle) followed
+	// by PostLedger(Tx) in one transaction would (Tx nil: record only, no
+	// amount). Tx must be a debit. A debit whose run moved meanwhile (its
+	// DebitedFen is not PrevFen, or it is settled) writes nothing and is
+	// answered CodeConflict in results[i]; a malformed one CodeInvalid, one
+	// of an unknown customer CodeNotFound; the others all commit together,
+	// each Tx set to what is stored (the original when its key was used
+	// before with the same content). Customers are locked in id order, so
+	// concurrent calls neither overspend nor deadlock each other. err (a
+	// store failure) means nothing was written.
+	PostRunDebits(ctx context.Context, debits []RunDebit) (results []error, err error)
 
 	// Spend limits. DebitsBetween sums the customer's ledger debits (what
 	// was asked, whether or not the wallet covered it) with At in [from, to).
@@ -264,4 +288,22 @@ type Queries interface {
 	// Idempotent API answers, unique per (AccountID, Key) (conflict).
 	SaveIdempotency(ctx context.Context, r *IdempotencyRecord) error
 	IdempotencyByKey(ctx context.Context, accountID, key string) (*IdempotencyRecord, error)
+}
+
+// RunEventResult is what IngestRunEvents did with one event: stored now
+// (the zero value), a duplicate of an event stored before with the same
+// content (Dup), or refused (Err; nothing of it written).
+type RunEventResult struct {
+	Dup bool
+	Err error
+}
+
+// RunDebit is one run's debit for PostRunDebits: move the run's DebitedFen
+// from PrevFen by Tx.AmountFen (0 when Tx is nil), set Settled when Settle,
+// and post Tx (a ledger debit) with it.
+type RunDebit struct {
+	RunID   string
+	PrevFen int64
+	Settle  bool
+	Tx      *LedgerTx
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	goruntime "runtime"
 	"strconv"
-	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -128,42 +126,4 @@ func (s *Server) dialInstance(ctx context.Context, instanceID, addr string) (net
 	}
 	defer netns.Close()
 	return dialInNetns(ctx, netns, "tcp", addr)
-}
-
-// quickAckConn answers every segment at once while the handshake runs.
-// The client (OpenSSH does until its session starts) may leave Nagle's
-// algorithm on, and the handshake's request-reply rhythm then waits on
-// delayed acknowledgements: 40 ms at each of two round trips.
-type quickAckConn struct {
-	net.Conn
-	raw  syscallConn
-	done *atomic.Bool // set once the handshake is over
-}
-
-type syscallConn interface {
-	SyscallConn() (syscall.RawConn, error)
-}
-
-func (c quickAckConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if c.done.Load() {
-		return n, err
-	}
-	if rc, rerr := c.raw.SyscallConn(); rerr == nil {
-		_ = rc.Control(func(fd uintptr) {
-			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
-		})
-	}
-	return n, err
-}
-
-// handshakeConn wraps a connection for the handshake; calling done ends
-// the quick acknowledgements.
-func handshakeConn(nc net.Conn) (wrapped net.Conn, done func()) {
-	sc, ok := nc.(syscallConn)
-	if !ok {
-		return nc, func() {}
-	}
-	var flag atomic.Bool
-	return quickAckConn{Conn: nc, raw: sc, done: &flag}, func() { flag.Store(true) }
 }

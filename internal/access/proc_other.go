@@ -29,5 +29,3 @@ func (s *Server) startSFTP(ctx, life context.Context, instanceID string) (*sftpC
 func (s *Server) dialInstance(ctx context.Context, instanceID, addr string) (net.Conn, error) {
 	return nil, gpurent.Errorf(gpurent.CodeUnavailable, "port forwarding into instances needs a Linux agent")
 }
-
-func handshakeConn(nc net.Conn) (net.Conn, func()) { return nc, func() {} }

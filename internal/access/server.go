@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/quickack"
 )
 
 // SFTPHelperCommand is the hidden subcommand of the gpurent binary that
@@ -270,7 +271,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
 	defer stop()
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	hc, handshakeDone := handshakeConn(nc)
+	hc, handshakeDone := quickack.Wrap(nc)
 	sc, chans, reqs, err := ssh.NewServerConn(hc, s.sshCfg)
 	handshakeDone()
 	if err != nil {

@@ -31,7 +31,7 @@ type sshUser struct {
 	key string // private key file
 }
 
-func newSSHUser(t *testing.T, f *dockerFleet, email string) *sshUser {
+func newSSHUser(t testing.TB, f *dockerFleet, email string) *sshUser {
 	t.Helper()
 	u := newUser(t, f.s.URL)
 	if email == "" {
@@ -49,7 +49,7 @@ func newSSHUser(t *testing.T, f *dockerFleet, email string) *sshUser {
 
 // sshArgs are OpenSSH options that reach the instance through the gateway,
 // checking its host key strictly against what gpurent pinned.
-func (u *sshUser) sshArgs(t *testing.T, acc apiv1.InstanceAccess, portFlag string) []string {
+func (u *sshUser) sshArgs(t testing.TB, acc apiv1.InstanceAccess, portFlag string) []string {
 	t.Helper()
 	return []string{portFlag, strconv.Itoa(acc.Port), "-i", u.key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + filepath.Join(u.env.ConfigDir, "known_hosts"),
@@ -57,7 +57,7 @@ func (u *sshUser) sshArgs(t *testing.T, acc apiv1.InstanceAccess, portFlag strin
 }
 
 // command runs a program bounded in time and returns its output and exit code.
-func command(t *testing.T, stdin string, prog string, args ...string) (string, string, int) {
+func command(t testing.TB, stdin string, prog string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -254,7 +254,7 @@ func TestReachInstance(t *testing.T) {
 
 // sshArgsWithKnown: bob's key, with alice's pinned gateway host key (bob
 // never asked the API about alice's instance).
-func (u *sshUser) sshArgsWithKnown(t *testing.T, acc apiv1.InstanceAccess, pinned *sshUser) []string {
+func (u *sshUser) sshArgsWithKnown(t testing.TB, acc apiv1.InstanceAccess, pinned *sshUser) []string {
 	t.Helper()
 	args := u.sshArgs(t, acc, "-p")
 	for i, a := range args {
@@ -265,7 +265,7 @@ func (u *sshUser) sshArgsWithKnown(t *testing.T, acc apiv1.InstanceAccess, pinne
 	return args
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -21,11 +21,11 @@ import (
 
 // user runs CLI commands in-process, as one person with one config dir.
 type user struct {
-	t   *testing.T
+	t   testing.TB
 	env cli.Env
 }
 
-func newUser(t *testing.T, server string) *user {
+func newUser(t testing.TB, server string) *user {
 	env := cli.Env{
 		ConfigDir:    t.TempDir(),
 		Getenv:       func(k string) string { return map[string]string{cli.EnvServer: server}[k] },
@@ -83,7 +83,7 @@ func (u *user) signUp(email, password string) {
 
 // eventually polls cond until it holds or the bound passes (a bounded wait
 // for an asynchronous state, not a timing assertion).
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
@@ -94,7 +94,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func freeGPUs(t *testing.T, u *user, typ string) int {
+func freeGPUs(t testing.TB, u *user, typ string) int {
 	var list apiv1.GPUTypeList
 	if err := json.Unmarshal([]byte(u.must("gpus", "-o", "json")), &list); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ type dockerFleet struct {
 
 // startDockerFleet starts it; name keeps its join token, containers and
 // accounts apart from other tests'. The host has gpus GPUs of typeID.
-func startDockerFleet(t *testing.T, name, typeID string, gpus int) *dockerFleet {
+func startDockerFleet(t testing.TB, name, typeID string, gpus int) *dockerFleet {
 	t.Helper()
 	image := dockertest.BusyboxImage(t)
 	ctx := context.Background()
@@ -65,7 +65,7 @@ func startDockerFleet(t *testing.T, name, typeID string, gpus int) *dockerFleet 
 }
 
 // credit tops the customer up by fen as an operator credit under key.
-func (f *dockerFleet) credit(t *testing.T, fen int64, key string) {
+func (f *dockerFleet) credit(t testing.TB, fen int64, key string) {
 	t.Helper()
 	if _, _, err := f.s.Wallet.Credit(context.Background(), f.ops, f.acc.ID, fen, "test credit", key); err != nil {
 		t.Fatal(err)

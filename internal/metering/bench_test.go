@@ -48,7 +48,8 @@ func benchWorld(b *testing.B, st gpurent.Store, n int) (*world, []agentproto.Run
 }
 
 // BenchmarkIngest measures run events stored per second, in reports of 50
-// events (25 runs started and ended), one transaction per report.
+// events (25 runs started and ended), one transaction and one
+// IngestRunEvents batch per report.
 func BenchmarkIngest(b *testing.B) {
 	for _, be := range benchStores {
 		b.Run(be.name, func(b *testing.B) {
@@ -69,10 +70,11 @@ func BenchmarkIngest(b *testing.B) {
 
 // BenchmarkIngestAndPost measures the goal, usage ingest with
 // ledger posting: each report of 50 events (25 runs of one second, started
-// and ended) is ingested, then a billing pass (Service.Bill) rates the 25
-// runs and posts their debits to the ledger (one transaction per run: the
-// debit and the run's debited amount). events/s counts the events over
-// both; posts/s the ledger debits.
+// and ended) is ingested (one transaction, one batch of events), then a
+// billing pass (Service.Bill) rates the 25 runs and posts their debits to
+// the ledger (one transaction for the account's runs: each run's debit
+// under its own key with the run's debited amount). events/s counts the
+// events over both; posts/s the ledger debits.
 func BenchmarkIngestAndPost(b *testing.B) {
 	for _, be := range benchStores {
 		b.Run(be.name, func(b *testing.B) {

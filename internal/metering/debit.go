@@ -22,63 +22,107 @@ type Debits struct {
 	Shortfall []string
 }
 
+// debitsPerBatch bounds the runs one store call (one database
+// transaction) debits, so a backlog does not hold a customer's lock long.
+const debitsPerBatch = 200
+
 // Bill rates every run not yet settled and posts what it owes to the
 // ledger: while a run is open, floor(exact so far) − debited (so the
 // customer never owes more than a fen between passes); once it ended, the
-// rest up to its amount rounded half-up once. The debit and the run's new
-// debited amount are written in one transaction under the key
+// rest up to its amount rounded half-up once. Each run's debit and its new
+// debited amount are written together under the key
 // usage:<run>:<debited after>, so a pass repeated after a crash posts the
-// same transaction or nothing. Time under a package plan is prepaid: a run
-// wholly under one is settled without a debit. Instances whose wallet could not cover a debit
-// are listed in Shortfall (the caller stops them).
+// same transaction or nothing; the debits of one account's runs go in one
+// database transaction (up to debitsPerBatch). Time under a package plan
+// is prepaid: a run wholly under one is settled without a debit. Instances
+// whose wallet could not cover a debit are listed in Shortfall (the caller
+// stops them).
 func (s *Service) Bill(ctx context.Context, book PriceBook) (Debits, error) {
-	var out Debits
 	b, err := book.Book(ctx)
 	if err != nil {
-		return out, err
+		return Debits{}, err
 	}
 	runs, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{UnsettledOnly: true})
 	if err != nil {
-		return out, err
+		return Debits{}, err
 	}
-	now := s.cfg.Now().UTC()
-	for _, run := range runs {
-		fen, short, settled, err := s.bill(ctx, b, run, now)
-		if err != nil {
-			if gpurent.IsCode(err, gpurent.CodeConflict) {
-				continue // another pass got there first; the next one sees it
-			}
-			return out, err
-		}
-		if fen > 0 {
-			out.Posted++
-			out.Fen += fen
-		}
-		if settled {
-			out.Settled++
-		}
-		if short && run.EndedAt == nil {
-			out.Shortfall = append(out.Shortfall, run.InstanceID)
-		}
-	}
-	return out, nil
+	return s.billRuns(ctx, b, runs, s.cfg.Now().UTC())
 }
 
-// bill rates and debits one run.
-func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun, now time.Time) (fen int64, short, settled bool, err error) {
-	in, err := s.cfg.Store.InstanceByID(ctx, run.InstanceID)
-	if err != nil {
-		return 0, false, false, err
+// runDebit is what one run owes now.
+type runDebit struct {
+	run   gpurent.UsageRun
+	delta int64
+	final bool
+}
+
+// billRuns rates the runs and posts their debits, in order per account.
+// The instances, their plan histories and the accounts are read once per
+// call. A lookup or rating failure stops the rating there: the runs rated
+// before it are still posted, and the error is answered.
+func (s *Service) billRuns(ctx context.Context, b *rating.Book, runs []gpurent.UsageRun, now time.Time) (Debits, error) {
+	var out Debits
+	look := lookups{instances: map[string]*gpurent.Instance{}, spans: map[string][]planSpan{}, accounts: map[string]*gpurent.Account{}}
+	byAccount := map[string][]runDebit{}
+	var order []string // accounts in the order their first run came
+	var stop error
+	for _, run := range runs {
+		d, ok, err := s.owed(ctx, b, &look, run)
+		if err != nil {
+			stop = err
+			break
+		}
+		if !ok {
+			continue
+		}
+		if _, seen := byAccount[run.AccountID]; !seen {
+			order = append(order, run.AccountID)
+		}
+		byAccount[run.AccountID] = append(byAccount[run.AccountID], d)
+	}
+	for _, acc := range order {
+		list := byAccount[acc]
+		for len(list) > 0 {
+			n := min(len(list), debitsPerBatch)
+			if err := s.postDebits(ctx, list[:n], now, &out); err != nil {
+				return out, err
+			}
+			list = list[n:]
+		}
+	}
+	return out, stop
+}
+
+// lookups are the records a billing pass reads once.
+type lookups struct {
+	instances map[string]*gpurent.Instance
+	spans     map[string][]planSpan
+	accounts  map[string]*gpurent.Account
+}
+
+// owed rates one run: ok false when it owes nothing now.
+func (s *Service) owed(ctx context.Context, b *rating.Book, look *lookups, run gpurent.UsageRun) (runDebit, bool, error) {
+	in := look.instances[run.InstanceID]
+	if in == nil {
+		var err error
+		if in, err = s.cfg.Store.InstanceByID(ctx, run.InstanceID); err != nil {
+			return runDebit{}, false, err
+		}
+		spans, err := s.spansOf(ctx, in)
+		if err != nil {
+			return runDebit{}, false, err
+		}
+		look.instances[in.ID], look.spans[in.ID] = in, spans
+	}
+	acc := look.accounts[run.AccountID]
+	if acc == nil {
+		var err error
+		if acc, err = s.cfg.Store.AccountByID(ctx, run.AccountID); err != nil {
+			return runDebit{}, false, err
+		}
+		look.accounts[acc.ID] = acc
 	}
 	final := run.EndedAt != nil
-	spans, err := s.spansOf(ctx, in)
-	if err != nil {
-		return 0, false, false, err
-	}
-	acc, err := s.cfg.Store.AccountByID(ctx, run.AccountID)
-	if err != nil {
-		return 0, false, false, err
-	}
 	end := run.LastSeenAt
 	if final {
 		end = *run.EndedAt
@@ -88,42 +132,72 @@ func (s *Service) bill(ctx context.Context, b *rating.Book, run gpurent.UsageRun
 		// A run younger than the minimum owes the minute at its start's
 		// rate only if it ends so; if it runs on, its first minute is
 		// priced second by second. Wait until that is known.
-		return 0, false, false, nil
+		return runDebit{}, false, nil
 	}
-	lines, err := rateRun(b, run, acc, end, spans)
+	lines, err := rateRun(b, run, acc, end, look.spans[in.ID])
 	if err != nil {
-		return 0, false, false, err
+		return runDebit{}, false, err
 	}
 	exact, err := rating.Total(lines)
 	if err != nil {
-		return 0, false, false, err
+		return runDebit{}, false, err
 	}
 	delta := rating.DebitSoFar(exact, run.DebitedFen)
 	if final {
 		delta = rating.FinalDebit(exact, run.DebitedFen)
 	}
 	if delta <= 0 && !final {
-		return 0, false, false, nil
+		return runDebit{}, false, nil
 	}
 	if delta < 0 { // cannot happen: floor ≤ round half-up
 		delta = 0
 	}
-	err = s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
-		if delta > 0 {
-			tx := &gpurent.LedgerTx{Op: "debit", Key: fmt.Sprintf("usage:%s:%d", run.ID, run.DebitedFen+delta),
-				Customer: run.AccountID, At: now, AmountFen: delta, Charge: "compute",
-				Note: fmt.Sprintf("%s: %d x %s, run from %s", run.InstanceID, run.GPUCount, run.TypeID, start.Format(time.RFC3339))}
-			if _, err := q.PostLedger(ctx, tx); err != nil {
-				return err
-			}
-			short = collected(tx, run.AccountID) < delta
+	return runDebit{run: run, delta: delta, final: final}, true, nil
+}
+
+// postDebits posts one account's run debits in one store call and adds
+// what it did to out. A run another pass debited meanwhile is skipped (the
+// next pass sees it), as is the whole batch when the database answers a
+// conflict (a serialisation failure or deadlock: nothing was written).
+func (s *Service) postDebits(ctx context.Context, list []runDebit, now time.Time, out *Debits) error {
+	debits := make([]gpurent.RunDebit, len(list))
+	for i, d := range list {
+		run := d.run
+		debits[i] = gpurent.RunDebit{RunID: run.ID, PrevFen: run.DebitedFen, Settle: d.final}
+		if d.delta > 0 {
+			debits[i].Tx = &gpurent.LedgerTx{Op: "debit", Key: fmt.Sprintf("usage:%s:%d", run.ID, run.DebitedFen+d.delta),
+				Customer: run.AccountID, At: now, AmountFen: d.delta, Charge: "compute",
+				Note: fmt.Sprintf("%s: %d x %s, run from %s", run.InstanceID, run.GPUCount, run.TypeID,
+					run.StartedAt.Truncate(time.Second).Format(time.RFC3339))}
 		}
-		return q.RecordRunDebit(ctx, run.ID, run.DebitedFen, run.DebitedFen+delta, final)
-	})
-	if err != nil {
-		return 0, false, false, err
 	}
-	return delta, short, final, nil
+	res, err := s.cfg.Store.PostRunDebits(ctx, debits)
+	if gpurent.IsCode(err, gpurent.CodeConflict) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var refused error
+	for i, d := range list {
+		if res[i] != nil {
+			if !gpurent.IsCode(res[i], gpurent.CodeConflict) && refused == nil {
+				refused = res[i]
+			}
+			continue
+		}
+		if d.delta > 0 {
+			out.Posted++
+			out.Fen += d.delta
+			if collected(debits[i].Tx, d.run.AccountID) < d.delta && d.run.EndedAt == nil {
+				out.Shortfall = append(out.Shortfall, d.run.InstanceID)
+			}
+		}
+		if d.final {
+			out.Settled++
+		}
+	}
+	return refused
 }
 
 // rateRun rates the parts of a run from its start to end, in whole

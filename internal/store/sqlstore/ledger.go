@@ -36,12 +36,15 @@ func toLedgerRequest(t *gpurent.LedgerTx) ledger.Request {
 }
 
 // rowLock is the clause that locks the rows a SELECT reads until the
-// transaction ends: PostgreSQL's FOR UPDATE. SQLite needs none: its write
-// transactions begin IMMEDIATE on the one writer connection, so they never
-// overlap.
+// transaction ends: PostgreSQL's FOR NO KEY UPDATE, which excludes every
+// other post to the account but not an insert that merely refers to it (a
+// foreign key's check takes FOR KEY SHARE), so a post never waits for, nor
+// deadlocks with, a transaction inserting the account's usage. SQLite needs
+// none: its write transactions begin IMMEDIATE on the one writer
+// connection, so they never overlap.
 func (s *Store) rowLock() string {
 	if s.d.Name == "postgres" {
-		return " FOR UPDATE"
+		return " FOR NO KEY UPDATE"
 	}
 	return ""
 }
@@ -204,31 +207,27 @@ func scanBalances(rows *sql.Rows, customer string) (*gpurent.LedgerBalances, boo
 		if err := rows.Scan(&kind, &lot, &fen, nullTimeCol{&expires}); err != nil {
 			return nil, false, err
 		}
-		switch {
-		case kind == "":
+		if kind == "" {
 			used = true
-		case kind == string(ledger.KindCash):
-			b.CashFen = fen
-		case kind == string(ledger.KindReceivable):
-			b.ReceivableFen = fen
-		case fen != 0:
-			l := gpurent.LedgerLot{ID: lot, Kind: kind, BalanceFen: fen}
-			if expires != nil {
-				l.ExpiresAt = *expires
-			}
-			b.Lots = append(b.Lots, l)
+		} else {
+			addBalance(b, kind, lot, fen, expires)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
-	slices.SortFunc(b.Lots, func(x, y gpurent.LedgerLot) int {
+	sortLots(b.Lots)
+	return b, used, nil
+}
+
+// sortLots orders lots by expiry, then id.
+func sortLots(lots []gpurent.LedgerLot) {
+	slices.SortFunc(lots, func(x, y gpurent.LedgerLot) int {
 		if c := x.ExpiresAt.Compare(y.ExpiresAt); c != 0 {
 			return c
 		}
 		return strings.Compare(x.ID, y.ID)
 	})
-	return b, used, nil
 }
 
 // appendShared appends the transaction, its postings and the balance moves
@@ -477,4 +476,511 @@ WHERE customer = '' GROUP BY kind`)
 		return nil, s.dbErr(err, "sum platform postings")
 	}
 	return out, nil
+}
+
+// debitItem is one run debit of a PostRunDebits batch on its way in.
+type debitItem struct {
+	k       int // its index in the batch
+	d       gpurent.RunDebit
+	in      gpurent.LedgerTx // the normalised request (when d.Tx is set)
+	req     ledger.Request
+	dup     bool // its key was used before with the same content
+	planned ledger.Tx
+}
+
+// PostRunDebits applies many runs' debits in one transaction (see
+// gpurent.Queries) with four statements whatever their number: lock the
+// customers (PostgreSQL: FOR NO KEY UPDATE, in id order, which still lets
+// inserts that merely refer to an account through); read their kept
+// balances and which keys were used; move the runs that are still where
+// the caller saw them (a conditional multi-row UPDATE … RETURNING); then
+// plan each customer's debits one after the other on its wallet and append
+// the transactions, their postings and the balance moves.
+func (s *Store) PostRunDebits(ctx context.Context, debits []gpurent.RunDebit) ([]error, error) {
+	res := make([]error, len(debits))
+	items := make([]*debitItem, 0, len(debits))
+	runs := make(map[string]bool, len(debits))
+	keys := make(map[string]bool, len(debits))
+	for k, d := range debits {
+		it := &debitItem{k: k, d: d}
+		if err := it.check(runs, keys); err != nil {
+			res[k] = err
+			continue
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return res, nil
+	}
+	if err := s.batch(ctx, func(st *Store) error { return st.postRunDebits(ctx, items, res) }); err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		if res[it.k] == nil && it.d.Tx != nil {
+			*debits[it.k].Tx = it.in
+		}
+	}
+	return res, nil
+}
+
+// check refuses a malformed debit, a second debit of one run and a second
+// use of one key in the batch.
+func (it *debitItem) check(runs, keys map[string]bool) error {
+	d := it.d
+	if d.RunID == "" || d.PrevFen < 0 {
+		return gpurent.Errorf(gpurent.CodeInvalid, "run debit: a run and a debited amount not below zero are required")
+	}
+	if runs[d.RunID] {
+		return gpurent.Errorf(gpurent.CodeInvalid, "run %s is debited twice in one batch", d.RunID)
+	}
+	if d.Tx != nil {
+		it.in = *d.Tx
+		it.in.At = normTime(it.in.At)
+		it.in.ExpiresAt = time.Time{}
+		it.in.Postings = nil
+		it.req = toLedgerRequest(&it.in)
+		if it.req.Op != ledger.OpDebit || it.req.Key == "" || it.req.Customer == "" || len(it.req.Key) > ledger.MaxKeyLen {
+			return gpurent.Errorf(gpurent.CodeInvalid, "run debit of %s: a debit with a key (at most %d bytes) and a customer is required",
+				d.RunID, ledger.MaxKeyLen)
+		}
+		if err := it.req.Validate(); err != nil {
+			return err
+		}
+		if keys[it.req.Key] {
+			return gpurent.Errorf(gpurent.CodeInvalid, "ledger key %q is used twice in one batch", it.req.Key)
+		}
+		keys[it.req.Key] = true
+	}
+	runs[d.RunID] = true
+	return nil
+}
+
+// debited is the run's debited amount after the item.
+func (it *debitItem) debited() int64 {
+	if it.d.Tx == nil {
+		return it.d.PrevFen
+	}
+	return it.d.PrevFen + it.in.AmountFen
+}
+
+func (s *Store) postRunDebits(ctx context.Context, items []*debitItem, res []error) error {
+	// Lock the customers, in id order.
+	var customers []string
+	for _, it := range items {
+		if it.d.Tx != nil && !slices.Contains(customers, it.req.Customer) {
+			customers = append(customers, it.req.Customer)
+		}
+	}
+	slices.Sort(customers)
+	bals := map[string]*gpurent.LedgerBalances{}
+	if len(customers) > 0 {
+		found, err := s.lockCustomers(ctx, customers)
+		if err != nil {
+			return err
+		}
+		var used map[string]bool
+		bals, used, err = s.balancesAndKeys(ctx, found, items)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if it.d.Tx == nil {
+				continue
+			}
+			if !found[it.req.Customer] {
+				res[it.k] = notFound("account", it.req.Customer)
+				continue
+			}
+			if !used[it.req.Key] {
+				continue
+			}
+			orig, err := s.LedgerTxByKey(ctx, it.req.Key)
+			if err != nil {
+				return err
+			}
+			if !toLedgerRequest(orig).SameContent(it.req) {
+				res[it.k] = gpurent.Errorf(gpurent.CodeConflict, "ledger key %q was already used for a different %s", it.req.Key, orig.Op)
+				continue
+			}
+			it.in, it.dup = *orig, true
+		}
+	}
+	// Move the runs still where the caller saw them.
+	var q strings.Builder
+	var args []any
+	n := 0
+	q.WriteString(`WITH v (id, prev, debited, settled) AS (VALUES `)
+	for _, it := range items {
+		if res[it.k] != nil {
+			continue
+		}
+		if n > 0 {
+			q.WriteString(", ")
+		}
+		n++
+		q.WriteString("(" + s.param("TEXT") + ", " + s.param("BIGINT") + ", " + s.param("BIGINT") + ", " + s.param("BOOLEAN") + ")")
+		args = append(args, it.d.RunID, it.d.PrevFen, it.debited(), it.d.Settle)
+	}
+	if n == 0 {
+		return nil
+	}
+	q.WriteString(`) UPDATE usage_runs SET debited_fen = v.debited, settled = v.settled FROM v
+WHERE usage_runs.id = v.id AND usage_runs.debited_fen = v.prev AND NOT usage_runs.settled RETURNING usage_runs.id`)
+	rows, err := s.writeRows(ctx, q.String(), args...)
+	if err != nil {
+		return s.dbErr(err, "record run debits")
+	}
+	moved := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return s.dbErr(err, "record run debits")
+		}
+		moved[id] = true
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return s.dbErr(err, "record run debits")
+	}
+	// Plan each customer's debits in order on its wallet.
+	wallets := map[string]*ledger.Wallet{}
+	var posts []*debitItem
+	for _, it := range items {
+		if res[it.k] != nil {
+			continue
+		}
+		if !moved[it.d.RunID] {
+			res[it.k] = gpurent.Errorf(gpurent.CodeConflict, "run %s was debited meanwhile", it.d.RunID)
+			continue
+		}
+		if it.d.Tx == nil || it.dup {
+			continue
+		}
+		c := it.req.Customer
+		w := wallets[c]
+		if w == nil {
+			b := bals[c]
+			lots := make([]ledger.Lot, 0, len(b.Lots))
+			for _, l := range b.Lots {
+				lots = append(lots, ledger.Lot{ID: l.ID, Kind: ledger.Kind(l.Kind), ExpiresAt: l.ExpiresAt, BalanceFen: l.BalanceFen})
+			}
+			if w, err = ledger.NewWallet(c, b.CashFen, b.ReceivableFen, lots); err != nil {
+				return gpurent.WrapError(gpurent.CodeInternal, err, "ledger balances of %q break the invariants", c)
+			}
+			wallets[c] = w
+		}
+		// The run moved: a debit that cannot be planned must not leave it
+		// so, so the whole batch fails.
+		if it.planned, err = w.Plan(it.req); err != nil {
+			return err
+		}
+		if err := w.Apply(it.planned); err != nil {
+			return gpurent.WrapError(gpurent.CodeInternal, err, "planned ledger transaction rejected")
+		}
+		it.in.CreatedAt = nowOr(it.in.CreatedAt)
+		it.in.Postings = make([]gpurent.LedgerPosting, len(it.planned.Postings))
+		for i, p := range it.planned.Postings {
+			it.in.Postings[i] = gpurent.LedgerPosting{Customer: p.Account.Customer, Kind: string(p.Account.Kind),
+				Lot: p.Account.Lot, AmountFen: p.AmountFen}
+		}
+		posts = append(posts, it)
+	}
+	if len(posts) == 0 {
+		return nil
+	}
+	return s.appendDebits(ctx, posts, bals)
+}
+
+// param is a placeholder, cast to typ where the dialect needs it to type a
+// VALUES list (PostgreSQL).
+func (s *Store) param(typ string) string {
+	if s.d.Name == "postgres" {
+		return "CAST(? AS " + typ + ")"
+	}
+	return "?"
+}
+
+// lockCustomers locks the accounts (PostgreSQL: FOR NO KEY UPDATE, in id
+// order; SQLite's one writer serialises already) and answers which exist.
+func (s *Store) lockCustomers(ctx context.Context, ids []string) (map[string]bool, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.writeRows(ctx, `SELECT id FROM accounts WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`+s.rowLock(), args...)
+	if err != nil {
+		return nil, s.dbErr(err, "lock accounts")
+	}
+	defer rows.Close()
+	found := make(map[string]bool, len(ids))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.dbErr(err, "lock accounts")
+		}
+		found[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, "lock accounts")
+	}
+	return found, nil
+}
+
+// balancesAndKeys reads the customers' kept balances and which of the
+// items' keys were used, in one query (under the customers' locks).
+func (s *Store) balancesAndKeys(ctx context.Context, customers map[string]bool, items []*debitItem) (map[string]*gpurent.LedgerBalances, map[string]bool, error) {
+	bals := make(map[string]*gpurent.LedgerBalances, len(customers))
+	var cargs, kargs []any
+	for c := range customers {
+		bals[c] = &gpurent.LedgerBalances{Customer: c}
+		cargs = append(cargs, c)
+	}
+	for _, it := range items {
+		if it.d.Tx != nil {
+			kargs = append(kargs, it.req.Key)
+		}
+	}
+	used := map[string]bool{}
+	if len(cargs) == 0 {
+		return bals, used, nil
+	}
+	rows, err := s.query(ctx, `SELECT customer, kind, lot, balance_fen, expires_at FROM ledger_balances WHERE customer IN (`+
+		placeholders(len(cargs))+`) UNION ALL SELECT '', key, '', seq, NULL FROM ledger_tx WHERE key IN (`+placeholders(len(kargs))+`)`,
+		append(cargs, kargs...)...)
+	if err != nil {
+		return nil, nil, s.dbErr(err, "read ledger balances")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c, kind, lot string
+		var fen int64
+		var expires *time.Time
+		if err := rows.Scan(&c, &kind, &lot, &fen, nullTimeCol{&expires}); err != nil {
+			return nil, nil, s.dbErr(err, "read ledger balances")
+		}
+		b := bals[c]
+		switch {
+		case c == "":
+			used[kind] = true // the key
+		case b != nil:
+			addBalance(b, kind, lot, fen, expires)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.dbErr(err, "read ledger balances")
+	}
+	for _, b := range bals {
+		sortLots(b.Lots)
+	}
+	return bals, used, nil
+}
+
+// balanceMove is the net of a batch's postings into one customer account.
+type balanceMove struct {
+	customer, kind, lot string
+	fen                 int64
+	expires             any
+}
+
+// balanceMoves nets the posts' customer postings per account, in a fixed
+// order; a lot keeps the expiry of the grant that made it.
+func (s *Store) balanceMoves(posts []*debitItem, bals map[string]*gpurent.LedgerBalances) []balanceMove {
+	var out []balanceMove
+	at := map[[3]string]int{}
+	for _, it := range posts {
+		for _, p := range it.in.Postings {
+			if p.Customer == "" {
+				continue
+			}
+			k := [3]string{p.Customer, p.Kind, p.Lot}
+			i, ok := at[k]
+			if !ok {
+				m := balanceMove{customer: p.Customer, kind: p.Kind, lot: p.Lot}
+				if p.Lot != "" {
+					for _, l := range bals[p.Customer].Lots {
+						if l.ID == p.Lot {
+							m.expires = s.ts(l.ExpiresAt)
+						}
+					}
+				}
+				i = len(out)
+				at[k] = i
+				out = append(out, m)
+			}
+			out[i].fen += p.AmountFen
+		}
+	}
+	return out
+}
+
+// appendDebits appends the planned debits, their postings and the balance
+// moves: one statement on PostgreSQL, three elsewhere. A key that lost to a
+// racing insert fails the whole batch (the runs moved already).
+func (s *Store) appendDebits(ctx context.Context, posts []*debitItem, bals map[string]*gpurent.LedgerBalances) error {
+	pg := s.d.Name == "postgres"
+	var q strings.Builder
+	var args []any
+	if pg {
+		q.WriteString(`WITH t AS (`)
+	}
+	q.WriteString(`INSERT INTO ledger_tx (key, op, customer, at, amount_fen, charge, credit, expires_at, lot, actor, note, created_at) VALUES `)
+	for i, it := range posts {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(" + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TIMESTAMPTZ") + ", " +
+			s.param("BIGINT") + ", " + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TIMESTAMPTZ") + ", " +
+			s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TIMESTAMPTZ") + ")")
+		in := &it.in
+		args = append(args, in.Key, in.Op, in.Customer, s.ts(in.At), in.AmountFen, in.Charge, in.Credit, nil, in.Lot,
+			in.Actor, in.Note, s.ts(in.CreatedAt))
+	}
+	q.WriteString(` ON CONFLICT (key) DO NOTHING RETURNING seq, key`)
+	// postings joins each posting to its transaction: by key on PostgreSQL
+	// (the seqs come from the same statement), by seq elsewhere.
+	postings := func() {
+		q.WriteString(`INSERT INTO ledger_posting (tx_seq, idx, customer, kind, lot, amount_fen) `)
+		if pg {
+			q.WriteString(`SELECT t.seq, v.idx, v.customer, v.kind, v.lot, v.amount_fen FROM t JOIN (`)
+		}
+		q.WriteString(`VALUES `)
+		first := true
+		for _, it := range posts {
+			for i, p := range it.in.Postings {
+				if !first {
+					q.WriteString(", ")
+				}
+				first = false
+				if pg {
+					q.WriteString("(" + s.param("TEXT") + ", ")
+					args = append(args, it.in.Key)
+				} else {
+					q.WriteString("(?, ")
+					args = append(args, it.in.Seq)
+				}
+				q.WriteString(s.param("INTEGER") + ", " + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TEXT") + ", " +
+					s.param("BIGINT") + ")")
+				args = append(args, i, p.Customer, p.Kind, p.Lot, p.AmountFen)
+			}
+		}
+		if pg {
+			q.WriteString(`) AS v (key, idx, customer, kind, lot, amount_fen) ON v.key = t.key`)
+		}
+	}
+	moves := s.balanceMoves(posts, bals)
+	nPostings := 0 // a debit of an empty wallet has none
+	for _, it := range posts {
+		nPostings += len(it.in.Postings)
+	}
+	balances := func() {
+		q.WriteString(`INSERT INTO ledger_balances (customer, kind, lot, balance_fen, expires_at) VALUES `)
+		for i, m := range moves {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(" + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("TEXT") + ", " + s.param("BIGINT") + ", " +
+				s.param("TIMESTAMPTZ") + ")")
+			args = append(args, m.customer, m.kind, m.lot, m.fen, m.expires)
+		}
+		q.WriteString(` ON CONFLICT (customer, kind, lot) DO UPDATE SET balance_fen = ledger_balances.balance_fen + excluded.balance_fen`)
+	}
+	seqs := make(map[string]int64, len(posts))
+	readSeqs := func(rows *sql.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var key string
+			if err := rows.Scan(&seq, &key); err != nil {
+				return err
+			}
+			seqs[key] = seq
+		}
+		return rows.Err()
+	}
+	lost := func() error {
+		for _, it := range posts {
+			seq, ok := seqs[it.in.Key]
+			if !ok {
+				return gpurent.Errorf(gpurent.CodeConflict, "ledger key %q was used by a concurrent post: retry", it.in.Key)
+			}
+			it.in.Seq = seq
+		}
+		return nil
+	}
+	if pg {
+		if nPostings > 0 {
+			q.WriteString(`), p AS (`)
+			postings()
+		}
+		if len(moves) > 0 {
+			q.WriteString(`), b AS (`)
+			balances()
+		}
+		q.WriteString(`) SELECT seq, key FROM t`)
+		rows, err := s.writeRows(ctx, q.String(), args...)
+		if err != nil {
+			return s.dbErr(err, "append ledger transactions")
+		}
+		if err := readSeqs(rows); err != nil {
+			return s.dbErr(err, "append ledger transactions")
+		}
+		return lost()
+	}
+	rows, err := s.writeRows(ctx, q.String(), args...)
+	if err != nil {
+		return s.dbErr(err, "append ledger transactions")
+	}
+	if err := readSeqs(rows); err != nil {
+		return s.dbErr(err, "append ledger transactions")
+	}
+	if err := lost(); err != nil {
+		return err
+	}
+	if nPostings > 0 {
+		q.Reset()
+		args = args[:0]
+		postings()
+		if _, err := s.exec(ctx, q.String(), args...); err != nil {
+			return s.dbErr(err, "insert ledger postings")
+		}
+	}
+	if len(moves) == 0 {
+		return nil
+	}
+	q.Reset()
+	args = args[:0]
+	balances()
+	if _, err := s.exec(ctx, q.String(), args...); err != nil {
+		return s.dbErr(err, "move ledger balances")
+	}
+	return nil
+}
+
+// addBalance puts one kept balance row into b: cash, receivable, or a
+// credit lot with its expiry (empty lots are left out).
+func addBalance(b *gpurent.LedgerBalances, kind, lot string, fen int64, expires *time.Time) {
+	switch {
+	case kind == string(ledger.KindCash):
+		b.CashFen = fen
+	case kind == string(ledger.KindReceivable):
+		b.ReceivableFen = fen
+	case fen != 0:
+		l := gpurent.LedgerLot{ID: lot, Kind: kind, BalanceFen: fen}
+		if expires != nil {
+			l.ExpiresAt = *expires
+		}
+		b.Lots = append(b.Lots, l)
+	}
+}
+
+// batch runs fn atomically: inside a PostgreSQL transaction each of its
+// statements is atomic by itself and a failed one aborts the transaction,
+// so no savepoint is needed; elsewhere it gets its own (sub)transaction.
+func (s *Store) batch(ctx context.Context, fn func(st *Store) error) error {
+	if s.tx != nil && s.d.Name == "postgres" {
+		return fn(s)
+	}
+	return s.atomic(ctx, fn)
 }

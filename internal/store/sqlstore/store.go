@@ -17,10 +17,12 @@
 package sqlstore
 
 import (
+	"container/list"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -42,6 +44,9 @@ type Store struct {
 	write  *sql.DB // the pool writes and transactions use
 	tx     *sql.Tx // set inside InTx
 	closer func() error
+	// readStmts and writeStmts keep prepared statements of each pool (nil
+	// where the driver caches them itself: pgx does, per connection).
+	readStmts, writeStmts *stmtCache
 }
 
 var _ gpurent.Store = (*Store)(nil)
@@ -60,7 +65,17 @@ func New(d Dialect, read, write *sql.DB, closer func() error) *Store {
 			return err
 		}
 	}
-	return &Store{d: &d, read: read, write: write, closer: closer}
+	st := &Store{d: &d, read: read, write: write, closer: closer}
+	if d.Name == "sqlite" {
+		// modernc's SQLite prepares every statement it is given anew:
+		// keep them prepared.
+		st.writeStmts = newStmtCache(write, stmtCacheSize)
+		st.readStmts = st.writeStmts
+		if read != write {
+			st.readStmts = newStmtCache(read, stmtCacheSize)
+		}
+	}
+	return st
 }
 
 // Backend names the database.
@@ -85,6 +100,10 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return gpurent.Errorf(gpurent.CodeInternal, "close called inside a transaction")
 	}
+	s.writeStmts.closeAll()
+	if s.readStmts != s.writeStmts {
+		s.readStmts.closeAll()
+	}
 	return s.closer()
 }
 
@@ -104,11 +123,14 @@ func (s *Store) atomic(ctx context.Context, fn func(st *Store) error) (err error
 	if s.tx != nil {
 		return s.savepoint(ctx, fn)
 	}
+	// Statements first met inside a transaction are prepared now, while
+	// no transaction holds the writer connection.
+	s.writeStmts.preparePending(ctx)
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return s.dbErr(err, "begin transaction")
 	}
-	st := &Store{d: s.d, read: s.read, write: s.write, tx: tx, closer: s.closer}
+	st := &Store{d: s.d, read: s.read, write: s.write, tx: tx, closer: s.closer, readStmts: s.readStmts, writeStmts: s.writeStmts}
 	done := false
 	defer func() {
 		if done {
@@ -134,7 +156,7 @@ func (s *Store) atomic(ctx context.Context, fn func(st *Store) error) (err error
 const savepointName = "gpurent_sp"
 
 func (s *Store) savepoint(ctx context.Context, fn func(st *Store) error) (err error) {
-	if _, err := s.tx.ExecContext(ctx, "SAVEPOINT "+savepointName); err != nil {
+	if _, err := s.exec(ctx, "SAVEPOINT "+savepointName); err != nil {
 		return s.dbErr(err, "savepoint")
 	}
 	done := false
@@ -159,7 +181,7 @@ func (s *Store) savepoint(ctx context.Context, fn func(st *Store) error) (err er
 		return err
 	}
 	done = true
-	if _, err := s.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepointName); err != nil {
+	if _, err := s.exec(ctx, "RELEASE SAVEPOINT "+savepointName); err != nil {
 		return s.dbErr(err, "release savepoint")
 	}
 	return nil
@@ -183,7 +205,43 @@ func (s *Store) writer() querier {
 }
 
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.writer().ExecContext(ctx, s.d.rebind(query), args...)
+	query = s.d.rebind(query)
+	st, done := s.stmt(ctx, s.writeStmts, query)
+	if st == nil {
+		return s.writer().ExecContext(ctx, query, args...)
+	}
+	defer done()
+	return st.ExecContext(ctx, args...)
+}
+
+// stmt answers the prepared statement of query for this store's reads
+// (cache readStmts) or writes (writeStmts), inside the transaction when
+// there is one, and a func to call once the statement was run (its rows
+// may stay open after). It answers nil where there is no cache, or the
+// statement is not prepared yet inside a transaction (it will be before
+// the next one: preparing now would wait for the connection the
+// transaction holds).
+func (s *Store) stmt(ctx context.Context, cache *stmtCache, query string) (*sql.Stmt, func()) {
+	if cache == nil {
+		return nil, nil
+	}
+	if s.tx != nil {
+		cache = s.writeStmts // a transaction reads and writes on the writer
+		cs := cache.lookup(query)
+		if cs == nil {
+			return nil, nil
+		}
+		// The transaction's copy runs on its connection, where the
+		// statement is prepared already, and closes with it.
+		st := s.tx.StmtContext(ctx, cs.st)
+		cache.release(cs)
+		return st, func() {}
+	}
+	cs, err := cache.get(ctx, query)
+	if err != nil {
+		return nil, nil // run unprepared; a real fault shows there too
+	}
+	return cs.st, func() { cache.release(cs) }
 }
 
 // execN runs a write and returns the number of rows it touched.
@@ -196,16 +254,189 @@ func (s *Store) execN(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return s.reader().QueryContext(ctx, s.d.rebind(query), args...)
+	query = s.d.rebind(query)
+	st, done := s.stmt(ctx, s.readStmts, query)
+	if st == nil {
+		return s.reader().QueryContext(ctx, query, args...)
+	}
+	defer done()
+	return st.QueryContext(ctx, args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.reader().QueryRowContext(ctx, s.d.rebind(query), args...)
+	query = s.d.rebind(query)
+	st, done := s.stmt(ctx, s.readStmts, query)
+	if st == nil {
+		return s.reader().QueryRowContext(ctx, query, args...)
+	}
+	defer done()
+	return st.QueryRowContext(ctx, args...)
 }
 
 // writeRow runs a write that returns a row (RETURNING).
 func (s *Store) writeRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.writer().QueryRowContext(ctx, s.d.rebind(query), args...)
+	query = s.d.rebind(query)
+	st, done := s.stmt(ctx, s.writeStmts, query)
+	if st == nil {
+		return s.writer().QueryRowContext(ctx, query, args...)
+	}
+	defer done()
+	return st.QueryRowContext(ctx, args...)
+}
+
+// writeRows runs a write that returns rows (RETURNING).
+func (s *Store) writeRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	query = s.d.rebind(query)
+	st, done := s.stmt(ctx, s.writeStmts, query)
+	if st == nil {
+		return s.writer().QueryContext(ctx, query, args...)
+	}
+	defer done()
+	return st.QueryContext(ctx, args...)
+}
+
+// stmtCacheSize is how many prepared statements each pool keeps. Texts
+// that vary (a list of n values) take an entry per n; the least recently
+// used statement goes first.
+const stmtCacheSize = 256
+
+// stmtCache keeps one pool's prepared statements by query text, least
+// recently used first out. A statement is closed once evicted and no
+// longer in use (rows it opened keep it alive until they close).
+type stmtCache struct {
+	db      *sql.DB
+	max     int
+	mu      sync.Mutex
+	m       map[string]*list.Element // of *cachedStmt
+	lru     list.List                // front: most recently used
+	pending map[string]bool          // met inside a transaction, to prepare
+}
+
+type cachedStmt struct {
+	query   string
+	st      *sql.Stmt
+	refs    int
+	evicted bool
+}
+
+func newStmtCache(db *sql.DB, max int) *stmtCache {
+	return &stmtCache{db: db, max: max, m: map[string]*list.Element{}, pending: map[string]bool{}}
+}
+
+// lookup answers the cached statement (in use until release), or nil and
+// remembers the query to prepare later.
+func (c *stmtCache) lookup(query string) *cachedStmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[query]; ok {
+		c.lru.MoveToFront(e)
+		cs := e.Value.(*cachedStmt)
+		cs.refs++
+		return cs
+	}
+	if len(c.pending) < c.max {
+		c.pending[query] = true
+	}
+	return nil
+}
+
+// get answers the statement, preparing it when it is not cached.
+func (c *stmtCache) get(ctx context.Context, query string) (*cachedStmt, error) {
+	if cs := c.lookup(query); cs != nil {
+		return cs, nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return c.add(query, st), nil
+}
+
+// add caches a statement just prepared (or answers the one another caller
+// cached meanwhile), in use until release.
+func (c *stmtCache) add(query string, st *sql.Stmt) *cachedStmt {
+	c.mu.Lock()
+	delete(c.pending, query)
+	if e, ok := c.m[query]; ok {
+		c.lru.MoveToFront(e)
+		cs := e.Value.(*cachedStmt)
+		cs.refs++
+		c.mu.Unlock()
+		_ = st.Close()
+		return cs
+	}
+	cs := &cachedStmt{query: query, st: st, refs: 1}
+	c.m[query] = c.lru.PushFront(cs)
+	var closing []*sql.Stmt
+	for c.lru.Len() > c.max {
+		old := c.lru.Back().Value.(*cachedStmt)
+		c.lru.Remove(c.lru.Back())
+		delete(c.m, old.query)
+		old.evicted = true
+		if old.refs == 0 {
+			closing = append(closing, old.st)
+		}
+	}
+	c.mu.Unlock()
+	for _, st := range closing {
+		_ = st.Close()
+	}
+	return cs
+}
+
+// release ends a use of a statement.
+func (c *stmtCache) release(cs *cachedStmt) {
+	c.mu.Lock()
+	cs.refs--
+	done := cs.evicted && cs.refs == 0
+	c.mu.Unlock()
+	if done {
+		_ = cs.st.Close()
+	}
+}
+
+// preparePending prepares the statements met inside transactions. A
+// statement that fails to prepare is left to run unprepared.
+func (c *stmtCache) preparePending(ctx context.Context) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	queries := make([]string, 0, len(c.pending))
+	for q := range c.pending {
+		queries = append(queries, q)
+	}
+	clear(c.pending)
+	c.mu.Unlock()
+	for _, q := range queries {
+		st, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.release(c.add(q, st))
+	}
+}
+
+// closeAll closes every cached statement.
+func (c *stmtCache) closeAll() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.lru.Front(); e != nil; e = e.Next() {
+		cs := e.Value.(*cachedStmt)
+		cs.evicted = true
+		if cs.refs == 0 {
+			_ = cs.st.Close()
+		}
+	}
+	c.lru.Init()
+	clear(c.m)
 }
 
 // exists reports whether query (SELECT 1 ...) finds a row.

@@ -42,6 +42,8 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"PriceVersions", testPriceVersions},
 		{"Academic", testAcademic},
 		{"UsageRuns", testUsageRuns},
+		{"IngestRunEvents", testIngestRunEvents},
+		{"PostRunDebits", testPostRunDebits},
 		{"SpendLimits", testSpendLimits},
 		{"RunwayAlerts", testRunwayAlerts},
 		{"LedgerPost", testLedgerPost},

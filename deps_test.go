@@ -26,6 +26,7 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/academic",
 		"./internal/metering",
 		"./internal/wallet",
+		"./internal/sshkeys",
 	}
 	forbidden := []string{
 		"database/sql",

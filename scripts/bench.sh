@@ -8,3 +8,10 @@ go test -run '^$' -bench 'RentDecisions' -benchtime 3000x -count 3 ./internal/ap
 go test -run '^$' -bench 'RentToRunning' -benchtime 20x -count 1 ./internal/app/
 go test -run '^$' -bench . ./internal/sched/
 go test -run '^$' -bench . -benchtime 2000x ./internal/store/sqlite/ ./internal/store/postgres/
+go test -run '^$' -bench BearerLookup -benchtime 20000x -count 3 ./internal/auth/
+go test -run '^$' -bench . -cpu 1 ./internal/rating/
+go test -run '^$' -bench . -count 3 ./internal/ledger/
+go test -run '^$' -bench Ingest -benchtime 5000x -count 3 ./internal/metering/
+go test -run '^$' -bench EventToBalance -benchtime 300x ./internal/app/
+go test -run '^$' -bench Access -benchtime 20x ./internal/app/
+go test -run '^$' -bench . -benchtime 20x ./internal/access/ ./internal/sshgate/

@@ -218,6 +218,26 @@ func TestReachInstance(t *testing.T) {
 		t.Fatalf("the link path without a token: %v %v", resp, err)
 	}
 
+	// gpurent port-forward runs ssh -N -L with the pinned host key (a
+	// stand-in ssh records what it is asked to run).
+	rec := filepath.Join(dir, "ssh-args")
+	fake := filepath.Join(dir, "fake-ssh")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" > "+rec+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pf := &user{t: t, env: alice.env}
+	pf.env.Getenv = func(k string) string {
+		return map[string]string{cli.EnvServer: f.s.URL, cli.EnvSSH: fake}[k]
+	}
+	pf.must("port-forward", in.ID, "8888", "6006:16006", "-i", alice.key)
+	got, _ := os.ReadFile(rec)
+	for _, want := range []string{"-L 127.0.0.1:8888:localhost:8888", "-L 127.0.0.1:16006:localhost:6006", "-N",
+		"StrictHostKeyChecking=yes", "-p " + portText, target} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("port-forward ran ssh %s; want %q in it", got, want)
+		}
+	}
+
 	// Refusals: another account's key; a forward outside the instance; a
 	// stopped instance.
 	bob := newSSHUser(t, f, "bob-reach@lab.example")

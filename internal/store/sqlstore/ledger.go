@@ -489,13 +489,15 @@ type debitItem struct {
 }
 
 // PostRunDebits applies many runs' debits in one transaction (see
-// gpurent.Queries) with four statements whatever their number: lock the
-// customers (PostgreSQL: FOR NO KEY UPDATE, in id order, which still lets
-// inserts that merely refer to an account through); read their kept
-// balances and which keys were used; move the runs that are still where
-// the caller saw them (a conditional multi-row UPDATE … RETURNING); then
-// plan each customer's debits one after the other on its wallet and append
-// the transactions, their postings and the balance moves.
+// gpurent.Queries) with a fixed number of statements whatever their
+// number: lock the customers (PostgreSQL: FOR NO KEY UPDATE, in id order,
+// which still lets inserts that merely refer to an account through); read
+// their kept balances and which keys were used, and move the runs that are
+// still where the caller saw them (a conditional multi-row UPDATE …
+// RETURNING; on PostgreSQL one statement does both, see moveRunsPostgres);
+// then plan each customer's debits one after the other on its wallet and
+// append the transactions, their postings and the balance moves (one
+// statement on PostgreSQL).
 func (s *Store) PostRunDebits(ctx context.Context, debits []gpurent.RunDebit) ([]error, error) {
 	res := make([]error, len(debits))
 	items := make([]*debitItem, 0, len(debits))
@@ -572,77 +574,28 @@ func (s *Store) postRunDebits(ctx context.Context, items []*debitItem, res []err
 		}
 	}
 	slices.Sort(customers)
-	bals := map[string]*gpurent.LedgerBalances{}
+	found := map[string]bool{}
 	if len(customers) > 0 {
-		found, err := s.lockCustomers(ctx, customers)
-		if err != nil {
-			return err
-		}
-		var used map[string]bool
-		bals, used, err = s.balancesAndKeys(ctx, found, items)
-		if err != nil {
+		var err error
+		if found, err = s.lockCustomers(ctx, customers); err != nil {
 			return err
 		}
 		for _, it := range items {
-			if it.d.Tx == nil {
-				continue
-			}
-			if !found[it.req.Customer] {
+			if it.d.Tx != nil && !found[it.req.Customer] {
 				res[it.k] = notFound("account", it.req.Customer)
-				continue
 			}
-			if !used[it.req.Key] {
-				continue
-			}
-			orig, err := s.LedgerTxByKey(ctx, it.req.Key)
-			if err != nil {
-				return err
-			}
-			if !toLedgerRequest(orig).SameContent(it.req) {
-				res[it.k] = gpurent.Errorf(gpurent.CodeConflict, "ledger key %q was already used for a different %s", it.req.Key, orig.Op)
-				continue
-			}
-			it.in, it.dup = *orig, true
 		}
 	}
-	// Move the runs still where the caller saw them.
-	var q strings.Builder
-	var args []any
-	n := 0
-	q.WriteString(`WITH v (id, prev, debited, settled) AS (VALUES `)
-	for _, it := range items {
-		if res[it.k] != nil {
-			continue
-		}
-		if n > 0 {
-			q.WriteString(", ")
-		}
-		n++
-		q.WriteString("(" + s.param("TEXT") + ", " + s.param("BIGINT") + ", " + s.param("BIGINT") + ", " + s.param("BOOLEAN") + ")")
-		args = append(args, it.d.RunID, it.d.PrevFen, it.debited(), it.d.Settle)
+	var bals map[string]*gpurent.LedgerBalances
+	var moved map[string]bool
+	var err error
+	if s.d.Name == "postgres" {
+		bals, moved, err = s.moveRunsPostgres(ctx, found, items, res)
+	} else {
+		bals, moved, err = s.moveRunsShared(ctx, found, items, res)
 	}
-	if n == 0 {
-		return nil
-	}
-	q.WriteString(`) UPDATE usage_runs SET debited_fen = v.debited, settled = v.settled FROM v
-WHERE usage_runs.id = v.id AND usage_runs.debited_fen = v.prev AND NOT usage_runs.settled RETURNING usage_runs.id`)
-	rows, err := s.writeRows(ctx, q.String(), args...)
 	if err != nil {
-		return s.dbErr(err, "record run debits")
-	}
-	moved := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return s.dbErr(err, "record run debits")
-		}
-		moved[id] = true
-	}
-	err = rows.Err()
-	rows.Close()
-	if err != nil {
-		return s.dbErr(err, "record run debits")
+		return err
 	}
 	// Plan each customer's debits in order on its wallet.
 	wallets := map[string]*ledger.Wallet{}
@@ -691,6 +644,190 @@ WHERE usage_runs.id = v.id AND usage_runs.debited_fen = v.prev AND NOT usage_run
 		return nil
 	}
 	return s.appendDebits(ctx, posts, bals)
+}
+
+// answerUsedKeys answers the items whose key was used before: a conflict
+// when with other content, else a duplicate (the stored transaction).
+func (s *Store) answerUsedKeys(ctx context.Context, items []*debitItem, res []error, used map[string]bool) error {
+	for _, it := range items {
+		if res[it.k] != nil || it.d.Tx == nil || !used[it.req.Key] {
+			continue
+		}
+		orig, err := s.LedgerTxByKey(ctx, it.req.Key)
+		if err != nil {
+			return err
+		}
+		if !toLedgerRequest(orig).SameContent(it.req) {
+			res[it.k] = gpurent.Errorf(gpurent.CodeConflict, "ledger key %q was already used for a different %s", it.req.Key, orig.Op)
+			continue
+		}
+		it.in, it.dup = *orig, true
+	}
+	return nil
+}
+
+// moveRunsShared reads the customers' balances and which keys were used
+// (one query), answers the items whose key was used, then moves the runs of
+// the items still standing that are where the caller saw them.
+func (s *Store) moveRunsShared(ctx context.Context, found map[string]bool, items []*debitItem,
+	res []error) (map[string]*gpurent.LedgerBalances, map[string]bool, error) {
+	bals, used, err := s.balancesAndKeys(ctx, found, items)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.answerUsedKeys(ctx, items, res, used); err != nil {
+		return nil, nil, err
+	}
+	moved, err := s.moveRuns(ctx, items, res)
+	return bals, moved, err
+}
+
+// moveRunsPostgres does what moveRunsShared does with one statement in the
+// common case: it moves the runs of the items whose key (if any) is unused,
+// and answers those moves, the keys that were used and the customers'
+// balances, all read under the customers' locks taken by the statement
+// before (a new snapshot). An item whose key was used is then answered
+// (LedgerTxByKey), and the runs of the duplicates among them moved with a
+// second statement: what moveRunsShared ends with, in another order.
+func (s *Store) moveRunsPostgres(ctx context.Context, found map[string]bool, items []*debitItem,
+	res []error) (map[string]*gpurent.LedgerBalances, map[string]bool, error) {
+	bals := make(map[string]*gpurent.LedgerBalances, len(found))
+	var cargs []any
+	for c, ok := range found {
+		if ok {
+			bals[c] = &gpurent.LedgerBalances{Customer: c}
+			cargs = append(cargs, c)
+		}
+	}
+	moved := map[string]bool{}
+	used := map[string]bool{}
+	var q strings.Builder
+	var args []any
+	n := 0
+	q.WriteString(`WITH v (id, prev, debited, settled, key) AS (VALUES `)
+	for _, it := range items {
+		if res[it.k] != nil {
+			continue
+		}
+		if n > 0 {
+			q.WriteString(", ")
+		}
+		n++
+		q.WriteString("(CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN), CAST(? AS TEXT))")
+		var key any
+		if it.d.Tx != nil {
+			key = it.req.Key
+		}
+		args = append(args, it.d.RunID, it.d.PrevFen, it.debited(), it.d.Settle, key)
+	}
+	if n == 0 {
+		return bals, moved, nil
+	}
+	q.WriteString(`), u AS (UPDATE usage_runs SET debited_fen = v.debited, settled = v.settled FROM v
+WHERE usage_runs.id = v.id AND usage_runs.debited_fen = v.prev AND NOT usage_runs.settled
+AND NOT EXISTS (SELECT 1 FROM ledger_tx t WHERE t.key = v.key) RETURNING usage_runs.id)
+SELECT '', id, '', CAST(0 AS BIGINT), CAST(NULL AS TIMESTAMPTZ) FROM u
+UNION ALL SELECT '', key, 'key', 0, NULL FROM ledger_tx WHERE key IN (SELECT key FROM v)`)
+	if len(cargs) > 0 {
+		q.WriteString(`
+UNION ALL SELECT customer, kind, lot, balance_fen, expires_at FROM ledger_balances WHERE customer IN (` + placeholders(len(cargs)) + `)`)
+		args = append(args, cargs...)
+	}
+	rows, err := s.writeRows(ctx, q.String(), args...)
+	if err != nil {
+		return nil, nil, s.dbErr(err, "record run debits")
+	}
+	for rows.Next() {
+		var c, kind, lot string
+		var fen int64
+		var expires *time.Time
+		if err := rows.Scan(&c, &kind, &lot, &fen, nullTimeCol{&expires}); err != nil {
+			rows.Close()
+			return nil, nil, s.dbErr(err, "record run debits")
+		}
+		switch {
+		case c == "" && lot == "key":
+			used[kind] = true
+		case c == "":
+			moved[kind] = true
+		case bals[c] != nil:
+			addBalance(bals[c], kind, lot, fen, expires)
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, nil, s.dbErr(err, "record run debits")
+	}
+	for _, b := range bals {
+		sortLots(b.Lots)
+	}
+	if len(used) == 0 {
+		return bals, moved, nil
+	}
+	if err := s.answerUsedKeys(ctx, items, res, used); err != nil {
+		return nil, nil, err
+	}
+	var dups []*debitItem
+	for _, it := range items {
+		if res[it.k] == nil && it.dup {
+			dups = append(dups, it)
+		}
+	}
+	if len(dups) == 0 {
+		return bals, moved, nil
+	}
+	again, err := s.moveRuns(ctx, dups, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	for id := range again {
+		moved[id] = true
+	}
+	return bals, moved, nil
+}
+
+// moveRuns moves the runs of the items still standing (res nil) that are
+// where the caller saw them, in one conditional UPDATE … RETURNING, and
+// answers which moved.
+func (s *Store) moveRuns(ctx context.Context, items []*debitItem, res []error) (map[string]bool, error) {
+	var q strings.Builder
+	var args []any
+	n := 0
+	q.WriteString(`WITH v (id, prev, debited, settled) AS (VALUES `)
+	for _, it := range items {
+		if res[it.k] != nil {
+			continue
+		}
+		if n > 0 {
+			q.WriteString(", ")
+		}
+		n++
+		q.WriteString("(" + s.param("TEXT") + ", " + s.param("BIGINT") + ", " + s.param("BIGINT") + ", " + s.param("BOOLEAN") + ")")
+		args = append(args, it.d.RunID, it.d.PrevFen, it.debited(), it.d.Settle)
+	}
+	moved := map[string]bool{}
+	if n == 0 {
+		return moved, nil
+	}
+	q.WriteString(`) UPDATE usage_runs SET debited_fen = v.debited, settled = v.settled FROM v
+WHERE usage_runs.id = v.id AND usage_runs.debited_fen = v.prev AND NOT usage_runs.settled RETURNING usage_runs.id`)
+	rows, err := s.writeRows(ctx, q.String(), args...)
+	if err != nil {
+		return nil, s.dbErr(err, "record run debits")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.dbErr(err, "record run debits")
+		}
+		moved[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, "record run debits")
+	}
+	return moved, nil
 }
 
 // param is a placeholder, cast to typ where the dialect needs it to type a

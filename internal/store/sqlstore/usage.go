@@ -55,8 +55,9 @@ func checkRunEvent(e *gpurent.RunEvent, payloadHash string, run *gpurent.UsageRu
 	return nil
 }
 
-// ingestRowsPerStatement bounds the events one statement carries
-// (PostgreSQL binds at most 65,535 parameters; 13 per event).
+// ingestRowsPerStatement bounds the events one statement carries (SQLite
+// binds at most 32,766 parameters, 9 per event; PostgreSQL's statement
+// takes one array per column, and the bound keeps its work in steps).
 const ingestRowsPerStatement = 500
 
 // runEventRow is one event of a batch on its way to the database.
@@ -185,19 +186,28 @@ last_seen_at = excluded.last_seen_at WHERE usage_runs.ended_at IS NULL AND exclu
 // does not exist, ” stored by a racing transaction that committed while
 // this statement waited (its snapshot did not see it; a new one does).
 func (s *Store) ingestPostgres(ctx context.Context, rows []runEventRow, at time.Time, res []gpurent.RunEventResult, stored map[string]string) error {
-	var q strings.Builder
-	args := make([]any, 0, 13*len(rows)+1)
-	q.WriteString(`WITH v (ord, id, host_id, kind, instance_id, allocation_id, started_at, ended_at, payload_hash, run_id,
-account_id, type_id, gpu_count) AS (VALUES `)
+	// The chunk travels as one array per column (twelve parameters
+	// whatever its size: one prepared statement serves every chunk size,
+	// and the server binds twelve values rather than thirteen per event). Times are bound as
+	// they are: PostgreSQL's dialect encodes a time as itself.
+	n := len(rows)
+	ids, hosts, kinds, instances, allocs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	starts, ends := make([]time.Time, n), make([]*time.Time, n)
+	hashes, runIDs, accounts, types, counts := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
 	for k, r := range rows {
-		if k > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(`(CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT),
-CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER))`)
-		args = append(args, k, r.e.ID, r.e.HostID, r.e.Kind, r.e.InstanceID, r.e.AllocationID, s.ts(r.e.StartedAt), s.tsp(r.e.EndedAt),
-			r.hash, r.runID, r.run.AccountID, r.run.TypeID, r.run.GPUCount)
+		ids[k], hosts[k], kinds[k], instances[k], allocs[k] = r.e.ID, r.e.HostID, r.e.Kind, r.e.InstanceID, r.e.AllocationID
+		starts[k], ends[k] = r.e.StartedAt, r.e.EndedAt
+		hashes[k], runIDs[k], accounts[k], types[k], counts[k] = r.hash, r.runID, r.run.AccountID, r.run.TypeID, int32(r.run.GPUCount)
 	}
+	var q strings.Builder
+	q.WriteString(`WITH v (ord, id, host_id, kind, instance_id, allocation_id, started_at, ended_at, payload_hash, run_id,
+account_id, type_id, gpu_count) AS (SELECT CAST(x.ord AS INTEGER) - 1, x.id, x.host_id, x.kind, x.instance_id, x.allocation_id,
+x.started_at, x.ended_at, x.payload_hash, x.run_id, x.account_id, x.type_id, x.gpu_count
+FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TIMESTAMPTZ[]),
+CAST(? AS TIMESTAMPTZ[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS INTEGER[]))
+WITH ORDINALITY AS x (id, host_id, kind, instance_id, allocation_id, started_at, ended_at, payload_hash, run_id, account_id,
+type_id, gpu_count, ord)`)
+	args := []any{ids, hosts, kinds, instances, allocs, starts, ends, hashes, runIDs, accounts, types, counts}
 	q.WriteString(`),
 ok AS (SELECT * FROM v WHERE EXISTS (SELECT 1 FROM allocations a WHERE a.id = v.allocation_id)
 AND EXISTS (SELECT 1 FROM instances i WHERE i.id = v.instance_id) AND EXISTS (SELECT 1 FROM hosts h WHERE h.id = v.host_id)

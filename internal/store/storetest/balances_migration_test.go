@@ -104,3 +104,36 @@ func checkBackfill(t *testing.T, s gpurent.Store, customers []string, want map[s
 	checkBalancesAreSums(t, s, customers...)
 	replayStore(t, s, customers...)
 }
+
+// TestLedgerAppendOnly: the database itself refuses to change or remove a
+// ledger transaction, on both backends.
+func TestLedgerAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "gpurent.db")
+	s, err := sqlite.Open(ctx, path)
+	must(t, err, "open")
+	writeLedgerHistory(t, s)
+	must(t, s.Close(), "close")
+	db, err := sql.Open("sqlite", path)
+	must(t, err, "open raw")
+	defer db.Close()
+	for _, q := range []string{`UPDATE ledger_tx SET note = 'x'`, `DELETE FROM ledger_tx`} {
+		if _, err := db.ExecContext(ctx, q); err == nil {
+			t.Errorf("SQLite let %q through", q)
+		}
+	}
+
+	dsn := PostgresDSN(t)
+	ps, err := postgres.Open(ctx, dsn)
+	must(t, err, "open postgres")
+	writeLedgerHistory(t, ps)
+	must(t, ps.Close(), "close postgres")
+	conn, err := pgx.Connect(ctx, dsn)
+	must(t, err, "connect raw")
+	defer conn.Close(ctx)
+	for _, q := range []string{`UPDATE ledger_tx SET note = 'x'`, `DELETE FROM ledger_tx`, `TRUNCATE ledger_tx CASCADE`} {
+		if _, err := conn.Exec(ctx, q); err == nil {
+			t.Errorf("PostgreSQL let %q through", q)
+		}
+	}
+}

@@ -60,6 +60,12 @@ type Config struct {
 	// scope's container alone. Empty: the runtime owns every managed
 	// container of the daemon, as a production agent does.
 	Scope string
+	// CarryLayer, when set, carries an instance's writable layer (files
+	// anywhere in its file system, installed packages) to the container of
+	// its new allocation when the allocation changes on this host (an
+	// upgrade to other GPUs), instead of starting from the image again.
+	// It needs the overlay2 storage driver.
+	CarryLayer TreeCopier
 	// Logger receives what the runtime does (nil: discarded).
 	Logger *slog.Logger
 }

@@ -33,6 +33,9 @@ func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
 		if !found || c.Config.Labels[runtime.LabelInstance] == "" || !r.inScope(c) {
 			continue // removed meanwhile, or not one of ours after all
 		}
+		if c.Name != "/"+ContainerName(c.Config.Labels[runtime.LabelInstance]) {
+			continue // the other side of a carry in progress (-next, -prev)
+		}
 		out = append(out, statusOf(c))
 	}
 	slices.SortFunc(out, func(a, b runtime.Status) int { return strings.Compare(a.InstanceID, b.InstanceID) })
@@ -107,6 +110,18 @@ func (r *Runtime) Remove(ctx context.Context, instanceID string, volumeName stri
 		}
 		if err := r.removeContainer(ctx, c.ID); err != nil {
 			return err
+		}
+	}
+	// Leftovers of an interrupted carry to new GPUs go too.
+	for _, extra := range []string{name + suffixNext, name + suffixPrev} {
+		c, found, err := r.inspect(ctx, extra)
+		if err != nil {
+			return err
+		}
+		if found && checkOwned(c, instanceID) == nil && r.inScope(c) {
+			if err := r.removeContainer(ctx, c.ID); err != nil {
+				return err
+			}
 		}
 	}
 	if !removeVolume || volumeName == "" {

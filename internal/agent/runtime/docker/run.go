@@ -29,6 +29,9 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 	}
 	defer unlock()
 	name := ContainerName(spec.InstanceID)
+	if err := r.recoverCarry(ctx, spec.InstanceID); err != nil {
+		return runtime.Status{}, err
+	}
 	// Each round either finishes or clears an obstacle: an old container,
 	// a dead one, or one another process is creating (the daemon reserves
 	// the name a moment before the container can be inspected).
@@ -61,6 +64,9 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 			}
 			if err := r.prepare(ctx, spec); err != nil {
 				return runtime.Status{}, err
+			}
+			if r.cfg.CarryLayer != nil && r.inScope(c) {
+				return r.replaceCarrying(ctx, c, spec)
 			}
 			r.log.Info("replacing container of another allocation", "instance", spec.InstanceID,
 				"old_allocation", c.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID,

@@ -15,3 +15,4 @@ go test -run '^$' -bench Ingest -benchtime 5000x -count 3 ./internal/metering/
 go test -run '^$' -bench EventToBalance -benchtime 300x ./internal/app/
 go test -run '^$' -bench Access -benchtime 20x ./internal/app/
 go test -run '^$' -bench . -benchtime 20x ./internal/access/ ./internal/sshgate/
+go test -run '^$' -bench Sync ./internal/delta/

@@ -15,6 +15,7 @@ import (
 	"github.com/gpurent/gpurent/internal/access"
 	"github.com/gpurent/gpurent/internal/agent"
 	agentruntime "github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/delta"
 )
 
 // startAccess runs the agent's SSH access server on listen when the
@@ -91,4 +92,12 @@ func sftpHelperCommand() *cobra.Command {
 			return access.ServeSFTPChild(args)
 		},
 	}
+}
+
+// carryLayer copies an instance's writable layer to the container of its
+// new allocation on the same host (a start on new GPUs after a stop, an
+// upgrade), so installed packages and files anywhere survive.
+func carryLayer(ctx context.Context, src, dst string) error {
+	_, err := delta.Copy(ctx, src, dst)
+	return err
 }

@@ -213,7 +213,7 @@ func agentCommand() *cobra.Command {
 			var rt agentruntime.Runtime
 			switch runtimeFlag {
 			case "docker":
-				d, err := docker.New(ctx, docker.Config{Logger: log})
+				d, err := docker.New(ctx, docker.Config{Logger: log, CarryLayer: carryLayer})
 				if err != nil {
 					return err
 				}

@@ -160,7 +160,7 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 		dir := filepath.Join(cfg.DataDir, h.Name)
 		var rt agentruntime.Runtime
 		if useDocker {
-			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name})
+			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name, CarryLayer: carryLayer})
 			if err != nil {
 				cancel()
 				return nil, fmt.Errorf("docker runtime: %w", err)

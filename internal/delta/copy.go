@@ -1,0 +1,38 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/gpurent/gpurent"
+)
+
+// Copy makes dst (an existing directory) equal to src on the same host,
+// by running Send and Receive over an in-memory pipe: the same code path,
+// checks and metadata as a copy between hosts. The copy is final (src is
+// expected not to change), and a file that could not be copied is an error.
+func Copy(ctx context.Context, src, dst string) (Stats, error) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := Send(ctx, src, a, Options{Final: true})
+		if err != nil {
+			cancel()
+		}
+		sent <- err
+	}()
+	st, err := Receive(ctx, dst, b, Options{})
+	if err != nil {
+		cancel()
+	}
+	err = errors.Join(err, <-sent)
+	if err == nil && st.Errors > 0 {
+		err = gpurent.Errorf(gpurent.CodeUnavailable, "%d files could not be copied (first: %v)", st.Errors, st.ErrorSamples)
+	}
+	return st, err
+}

@@ -32,6 +32,7 @@ func serveCommand() *cobra.Command {
 		verbose                                      bool
 		payee, sshListen, sshAdvertise               string
 		sshIdle                                      time.Duration
+		secureCookies                                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -67,7 +68,8 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 				providers = append(providers, wallet.NewBankTransferProvider(payee))
 			}
 			s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers,
-				SSHListen: sshListen, SSHAdvertise: sshAdvertise, KeyDir: dataDir, SSHIdleTimeout: sshIdle})
+				SSHListen: sshListen, SSHAdvertise: sshAdvertise, KeyDir: dataDir, SSHIdleTimeout: sshIdle,
+				SecureCookies: secureCookies})
 			if err != nil {
 				return err
 			}
@@ -130,6 +132,8 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 	f.StringVar(&sshAdvertise, "ssh-advertise", os.Getenv("GPURENT_SSH_ADVERTISE"),
 		"host:port customers dial for SSH, when not the listen address (env GPURENT_SSH_ADVERTISE)")
 	f.DurationVar(&sshIdle, "ssh-idle-timeout", 0, "close SSH connections idle this long (0: never; dead ones are dropped by keepalives)")
+	f.BoolVar(&secureCookies, "secure-cookies", os.Getenv("GPURENT_SECURE_COOKIES") == "true",
+		"mark browser-link cookies Secure: set it behind a TLS-terminating proxy (env GPURENT_SECURE_COOKIES=true)")
 	f.BoolVar(&demo, "demo", false, "seed demo logins and run in-process agents with fake GPUs")
 	f.IntVar(&demoHostsPerType, "demo-hosts", 8, "demo hosts per GPU type (8 GPUs each)")
 	f.StringVar(&runtimeFlag, "demo-runtime", "auto", "demo instance runtime: auto, docker or process")

@@ -87,11 +87,7 @@ func (a *app) academicListCmd() *cobra.Command {
 		Short: "Your applications; operators: --all [--state pending]",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -130,11 +126,7 @@ func (a *app) academicShowCmd() *cobra.Command {
 		Short: "An application and its audit trail",
 		Args:  argsError(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -193,11 +185,7 @@ func (a *app) academicDecideCmd(approve bool) *cobra.Command {
 		Short: short,
 		Args:  argsError(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

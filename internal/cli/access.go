@@ -82,11 +82,7 @@ func (a *app) sshKeyListCmd() *cobra.Command {
 		Short:   "List your SSH keys",
 		Args:    argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -347,11 +343,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "The audit log of SSH and browser sessions to your instances",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -19,11 +19,7 @@ func (a *app) walletAlertsCmd() *cobra.Command {
 		Short: "Runway alerts (2 h, 30 min, stop) and where they are posted",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

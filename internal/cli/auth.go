@@ -249,11 +249,7 @@ func (a *app) tokenCmd() *cobra.Command {
 		Short: "Create an API token (shown once)",
 		Args:  argsError(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -17,11 +17,7 @@ func (a *app) gpusCmd() *cobra.Command {
 		Short: "List GPU types: spec, availability and list prices",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -91,11 +87,7 @@ func (a *app) zonesCmd() *cobra.Command {
 		Short: "List the datacentre zones",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -99,11 +99,7 @@ func (a *app) lsCmd() *cobra.Command {
 		Short:   "List your instances",
 		Args:    argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -146,11 +142,7 @@ func (a *app) showCmd() *cobra.Command {
 		Short: "Show instances in detail, with their history",
 		Args:  argsError(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -297,11 +289,7 @@ func (a *app) actionCmd(act instanceAction) *cobra.Command {
 		Short: act.short,
 		Args:  argsError(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -19,11 +19,7 @@ func (a *app) walletLimitsCmd() *cobra.Command {
 		Short: "Show or set spend limits per day and month (0: none)",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -19,11 +19,7 @@ func (a *app) planCmd() *cobra.Command {
 		Example: "  gpurent plan i-xxxx --to monthly\n  gpurent plan i-xxxx --to hourly",
 		Args:    argsError(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -18,11 +18,7 @@ func (a *app) revenueCmd() *cobra.Command {
 		Short: "Usage revenue per day and per GPU type (operators; default this month)",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

@@ -284,6 +284,16 @@ func (a *app) connect(cmd *cobra.Command, cn *conn) (*client.Client, error) {
 	return a.client(t), nil
 }
 
+// connectFor checks the output format (-o) and connects: the start of
+// every command that prints what the API answers.
+func (a *app) connectFor(cmd *cobra.Command, cn *conn) (c *client.Client, asJSON bool, err error) {
+	if asJSON, err = cn.json(); err != nil {
+		return nil, false, err
+	}
+	c, err = a.connect(cmd, cn)
+	return c, asJSON, err
+}
+
 func firstNonEmpty(vs ...string) string {
 	for _, v := range vs {
 		if v = strings.TrimSpace(v); v != "" {

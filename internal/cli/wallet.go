@@ -59,11 +59,7 @@ func (a *app) walletCmd() *cobra.Command {
 		Short: "Show your balance, credits, arrears, burn rate and runway",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -118,11 +114,7 @@ func (a *app) walletHistoryCmd() *cobra.Command {
 		Short: "List your wallet's ledger entries, newest first",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}
@@ -224,11 +216,7 @@ func (a *app) voucherRedeemCmd() *cobra.Command {
 		Short: "Redeem a voucher code into your wallet",
 		Args:  argsError(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := cn.json()
-			if err != nil {
-				return err
-			}
-			c, err := a.connect(cmd, &cn)
+			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
 			}

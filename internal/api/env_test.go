@@ -24,7 +24,6 @@ import (
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
-	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
@@ -64,22 +63,8 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, envOpts{}) }
 
 func newEnvWith(t testing.TB, o envOpts) *env {
 	t.Helper()
-	ctx := context.Background()
 	st := storetest.SQLite(t)
-	c, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gt := range c.GPUTypes {
-		if err := st.UpsertGPUType(ctx, gt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, z := range c.Zones {
-		if err := st.UpsertZone(ctx, z); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.SeedCatalog(t, st)
 	if o.pollWait == 0 {
 		o.pollWait = 50 * time.Millisecond
 	}

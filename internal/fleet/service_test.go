@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
 	"github.com/gpurent/gpurent/internal/store/storetest"
@@ -61,26 +60,7 @@ func newEnv(t testing.TB) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	st := storetest.SQLite(t)
-	c, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.InTx(ctx, func(q gpurent.Queries) error {
-		for _, gt := range c.GPUTypes {
-			if err := q.UpsertGPUType(ctx, gt); err != nil {
-				return err
-			}
-		}
-		for _, z := range c.Zones {
-			if err := q.UpsertZone(ctx, z); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	storetest.SeedCatalog(t, st)
 	e := &env{t: t, ctx: ctx, st: st, clock: &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}}
 	e.fleet = fleet.New(fleet.Config{Store: st, Now: e.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		JoinToken: joinToken, OnChange: func() { e.changes.Add(1) }, HostTimeout: 30 * time.Second})

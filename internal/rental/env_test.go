@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
 	"github.com/gpurent/gpurent/internal/rental"
@@ -75,7 +74,7 @@ func newEnvWith(t testing.TB, st gpurent.Store, o options) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	seedCatalog(t, ctx, st)
+	storetest.SeedCatalog(t, st)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &env{t: t, ctx: ctx, st: st, clock: newClock()}
 	e.rent = rental.New(rental.Config{Store: st, Now: e.clock.Now, Logger: log,
@@ -86,31 +85,6 @@ func newEnvWith(t testing.TB, st gpurent.Store, o options) *env {
 	e.bob = e.account("bob@example.com", gpurent.RoleCustomer)
 	e.op = e.account("ops@example.com", gpurent.RoleOperator)
 	return e
-}
-
-// seedCatalog writes the default GPU types and zones, as serve does.
-func seedCatalog(t testing.TB, ctx context.Context, st gpurent.Store) {
-	t.Helper()
-	c, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.InTx(ctx, func(q gpurent.Queries) error {
-		for _, gt := range c.GPUTypes {
-			if err := q.UpsertGPUType(ctx, gt); err != nil {
-				return err
-			}
-		}
-		for _, z := range c.Zones {
-			if err := q.UpsertZone(ctx, z); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("seed catalog: %v", err)
-	}
 }
 
 func (e *env) account(email string, role gpurent.Role) *gpurent.Account {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/catalog"
 )
 
 // SeedAccount creates a customer account with email.
@@ -73,4 +74,31 @@ func SeedFleet(t testing.TB, s gpurent.Store, hosts, gpusPerHost int) []*gpurent
 		}
 	}
 	return out
+}
+
+// SeedCatalog writes the default GPU types and zones, as `gpurent serve`
+// does on its first start.
+func SeedCatalog(t testing.TB, st gpurent.Store) {
+	t.Helper()
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	err = st.InTx(ctx, func(q gpurent.Queries) error {
+		for _, gt := range c.GPUTypes {
+			if err := q.UpsertGPUType(ctx, gt); err != nil {
+				return err
+			}
+		}
+		for _, z := range c.Zones {
+			if err := q.UpsertZone(ctx, z); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("seed catalog: %v", err)
+	}
 }

@@ -88,11 +88,6 @@ func (c *snapshotCache) load(ctx context.Context) error {
 		}
 		for _, g := range h.GPUs {
 			held := g.AllocationID != ""
-			if held {
-				t := perGPU[g.TypeID]
-				sh.CPUFree -= t.CPUMilliPerGPU
-				sh.MemFreeMiB -= t.MemoryMiBPerGPU
-			}
 			sh.GPUs = append(sh.GPUs, sched.GPU{
 				ID: g.ID, Index: g.Index, TypeID: g.TypeID, TopoGroup: g.TopoGroup,
 				NUMANode: g.NUMANode, Healthy: g.Health == gpurent.GPUHealthy, Free: !held,
@@ -109,13 +104,14 @@ func (c *snapshotCache) load(ctx context.Context) error {
 		h.GPUs = nil
 		info[h.ID] = &h
 	}
-	// Instances in no-GPU mode hold CPU and memory without a GPU to show it.
+	// What holds an allocation holds its CPU and memory (instances in
+	// no-GPU mode included, which hold no GPU to show it).
 	ins, err := c.store.ListInstances(ctx, gpurent.InstanceFilter{ActiveOnly: true})
 	if err != nil {
 		return err
 	}
 	for _, in := range ins {
-		if i, ok := byID[in.HostID]; ok && in.GPUCount == 0 && in.AllocationID != "" {
+		if i, ok := byID[in.HostID]; ok && in.AllocationID != "" {
 			out[i].CPUFree -= in.CPUMilli
 			out[i].MemFreeMiB -= in.MemoryMiB
 		}

@@ -56,10 +56,11 @@ func (a *app) billCmd() *cobra.Command {
 				fmt.Fprintln(out(cmd), "No usage.")
 				return nil
 			}
-			t := newTable(out(cmd), "INSTANCE", "NAME", "GPUS", "WINDOW", "HOURS", "RATE/UNIT-HOUR", "UNITS", "AMOUNT")
+			t := newTable(out(cmd), "INSTANCE", "NAME", "GPUS", "WINDOW", "HOURS", "RATE PER UNIT", "UNITS", "AMOUNT")
 			for _, l := range st.Lines {
+				rate := formatCNY(l.RateFen) + "/" + ratePer(l.Window)
 				t.row(l.InstanceID, l.InstanceName, fmt.Sprintf("%d × %s", l.GPUs, l.GPUType), l.Window,
-					hours(l.Seconds), formatCNY(l.RateFen), strconv.FormatInt(l.Units, 10), formatCNY(l.Fen))
+					hours(l.Seconds), rate, strconv.FormatInt(l.Units, 10), formatCNY(l.Fen))
 			}
 			t.row("", "", "", "", "", "", "total", formatCNY(st.TotalFen))
 			return t.flush()
@@ -69,6 +70,20 @@ func (a *app) billCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asCSV, "csv", false, "print CSV")
 	cn.addFlags(cmd, true)
 	return cmd
+}
+
+// ratePer names what a statement line's rate is for: an hour, or a
+// package's period.
+func ratePer(window string) string {
+	switch window {
+	case "daily package":
+		return "day"
+	case "weekly package":
+		return "week"
+	case "monthly package":
+		return "30 days"
+	}
+	return "h"
 }
 
 // hours prints seconds as hours with up to two decimals, from integers.

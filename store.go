@@ -81,7 +81,8 @@ type Queries interface {
 
 	// Instances. CreateInstance is a conflict when (AccountID,
 	// IdempotencyKey) exists (key set). UpdateInstance writes Name, HostID,
-	// State, StateReason, VolumeID, UpdatedAt where Version matches, then
+	// State, StateReason, VolumeID, TypeID, GPUCount, CPUMilli, MemoryMiB,
+	// UpdatedAt where Version matches, then
 	// bumps in.Version; a stale Version is a conflict.
 	CreateInstance(ctx context.Context, in *Instance) error
 	InstanceByID(ctx context.Context, id string) (*Instance, error)
@@ -104,6 +105,23 @@ type Queries interface {
 	OpenAllocation(ctx context.Context, instanceID string) (*Allocation, error)
 	ListAllocations(ctx context.Context, instanceID string) ([]Allocation, error)
 	EndAllocation(ctx context.Context, id string, at time.Time, reason string) error
+
+	// Operations (upgrade, migrate, moved or queued start). An instance has
+	// at most one unfinished operation: CreateOperation is a conflict when
+	// it has one, or when (AccountID, IdempotencyKey) exists (key set).
+	// UpdateOperation writes every field but ID, InstanceID, AccountID,
+	// Kind, IdempotencyKey, RequestHash and CreatedAt where Version
+	// matches, then bumps op.Version; a stale Version is a conflict.
+	// ActiveOperation is not_found when the instance has none.
+	// OperationByIdempotencyKey is not_found when the key is unused.
+	CreateOperation(ctx context.Context, op *Operation) error
+	OperationByID(ctx context.Context, id string) (*Operation, error)
+	OperationByIdempotencyKey(ctx context.Context, accountID, key string) (*Operation, error)
+	ActiveOperation(ctx context.Context, instanceID string) (*Operation, error)
+	ListOperations(ctx context.Context, f OperationFilter) ([]Operation, error)
+	UpdateOperation(ctx context.Context, op *Operation) error
+	// SetVolumeHost records that the volume's data now lives on hostID.
+	SetVolumeHost(ctx context.Context, volumeID, hostID string) error
 
 	// Events, oldest first.
 	AddEvent(ctx context.Context, e *Event) error

@@ -18,7 +18,11 @@
 //   - "direct-tcpip" channels (ssh -L): a TCP connection dialled inside the
 //     instance's network namespace, to loopback destinations only, so it
 //     works for instances on --network none;
-//   - keepalives, an idle timeout, and an audit event per session.
+//   - keepalives, an idle timeout, and an audit event per session;
+//   - with Config.Transfers, the receiving end of a moving instance's copy
+//     from another agent: a password login (user: the move's operation id,
+//     password: its token, checked by Transfers) that may open only
+//     TransferChannelType channels.
 //
 // Everything else is refused: other users than a running instance of this
 // runtime, keys other than the trusted ones, other channel types, and

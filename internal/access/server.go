@@ -71,6 +71,10 @@ type Config struct {
 	// Audit, when set, receives every session's start and end and every
 	// refusal. It is called synchronously: it must not block for long.
 	Audit func(Event)
+	// Transfers, when set, receives moving instances' copies from other
+	// agents: password logins are then offered, decided by it, and may
+	// open only TransferChannelType channels. Nil: no password logins.
+	Transfers Transfers
 }
 
 // Server is the agent's SSH access server.
@@ -132,6 +136,9 @@ func New(cfg Config) (*Server, error) {
 		PublicKeyCallback:         s.checkKey,
 		VerifiedPublicKeyCallback: s.checkInstance,
 		AuthLogCallback:           s.logAuth,
+	}
+	if cfg.Transfers != nil {
+		s.sshCfg.PasswordCallback = s.checkPassword
 	}
 	s.sshCfg.AddHostKey(cfg.HostKey)
 	return s, nil
@@ -253,9 +260,10 @@ type conn struct {
 	srv      *Server
 	sc       *ssh.ServerConn
 	ctx      context.Context
-	instance string
+	instance string // the login's user: an instance id, or an operation id with grant
 	remote   string
 	key      string
+	grant    string // set for a transfer (password) login
 	log      *slog.Logger
 	chans    chan struct{} // a slot per open channel
 
@@ -286,10 +294,15 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		instance: sc.User(),
 		remote:   nc.RemoteAddr().String(),
 		key:      sc.Permissions.Extensions[extKey],
+		grant:    sc.Permissions.Extensions[extGrant],
 		chans:    make(chan struct{}, s.cfg.MaxChannels),
 		born:     time.Now(),
 	}
-	c.log = s.log.With("instance", c.instance, "remote", c.remote)
+	if c.grant != "" {
+		c.log = s.log.With("operation", c.instance, "remote", c.remote)
+	} else {
+		c.log = s.log.With("instance", c.instance, "remote", c.remote)
+	}
 	c.log.Debug("ssh connection open", "key", c.key)
 	go c.keepalive(cancel)
 	go c.idleWatch(cancel)
@@ -308,6 +321,10 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-c.chans }()
+			if c.grant != "" {
+				c.handleTransferLogin(nch)
+				return
+			}
 			switch nch.ChannelType() {
 			case "session":
 				c.handleSession(nch)

@@ -77,6 +77,9 @@ type Config struct {
 	// Access, when set, is the agent's SSH access server, reported to the
 	// control plane with every report.
 	Access *AccessEndpoint
+	// Transfers, when set, moves instances to and from other hosts (the
+	// runtime must be a runtime.Mover too).
+	Transfers Transfers
 }
 
 // AccessEndpoint is the agent's SSH access server as the control plane
@@ -119,6 +122,10 @@ type Agent struct {
 	removed  map[string]bool        // instances removed since they were desired absent
 	ignored  map[string]bool        // unmanaged instances already logged
 	lastGPUs []agentproto.GPUInfo
+	moves    map[string]*moveWorker // instance → its push to another host
+	expects  map[string]bool        // operations this host takes a push for
+	// life ends the move workers when Run returns.
+	life context.Context
 }
 
 // New checks cfg, fills its defaults and makes an agent.
@@ -185,9 +192,15 @@ func New(cfg Config) (*Agent, error) {
 		failures: map[string]*runFailure{},
 		removed:  map[string]bool{},
 		ignored:  map[string]bool{},
+		moves:    map[string]*moveWorker{},
+		expects:  map[string]bool{},
+		life:     context.Background(),
 	}
 	if a.runs, err = openJournal(cfg.StateDir); err != nil {
 		return nil, gpurent.WrapError(gpurent.CodeInvalid, err, "agent: %v", err)
+	}
+	if sc, ok := cfg.Runtime.(runtime.StopClock); ok {
+		a.runs.stoppedAt = sc.StoppedAt
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		a.log.Warn("agent: control plane URL is plain http; the agent token crosses the network in clear", "url", cfg.ServerURL)
@@ -253,6 +266,10 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a.mu.Lock()
+	a.life = ctx
+	a.mu.Unlock()
+	defer a.stopMoves()
 	var (
 		wg    sync.WaitGroup
 		errMu sync.Mutex

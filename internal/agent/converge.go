@@ -98,6 +98,8 @@ func (a *Agent) converge(ctx context.Context, d *agentproto.Desired) time.Time {
 					a.log.Info("agent: instance stopped", "instance", di.InstanceID)
 				}
 			}
+		case agentproto.StatePrepared:
+			due(a.prepareTarget(ctx, di))
 		case agentproto.StateAbsent:
 			a.clearFailure(di.InstanceID)
 			a.mu.Lock()
@@ -119,7 +121,11 @@ func (a *Agent) converge(ctx context.Context, d *agentproto.Desired) time.Time {
 		default:
 			a.log.Error("agent: unknown desired state; leaving the instance alone", "instance", di.InstanceID, "state", di.State)
 		}
+		if di.Move != nil && di.Move.Role == agentproto.MoveSource {
+			a.driveSource(ctx, di)
+		}
 	}
+	a.settleMoves(d)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -166,6 +172,17 @@ func (a *Agent) ensureRunning(ctx context.Context, di agentproto.DesiredInstance
 	if ctx.Err() != nil {
 		return time.Time{} // shutting down; not the instance's fault
 	}
+	return a.recordFailure(di, err)
+}
+
+// recordFailure notes a failed Run (or prepare) of di, reported as failed
+// until it succeeds, and returns when it is due again: a doubling,
+// jittered backoff while di stays the same.
+func (a *Agent) recordFailure(di agentproto.DesiredInstance, err error) time.Time {
+	fp := fingerprint(di)
+	a.mu.Lock()
+	f := a.failures[di.InstanceID]
+	a.mu.Unlock()
 	attempts := 1
 	if f != nil && f.fingerprint == fp {
 		attempts = f.attempts + 1

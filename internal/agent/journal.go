@@ -25,6 +25,9 @@ const maxPendingRuns = 100_000
 // control plane counts each once.
 type runJournal struct {
 	path string
+	// stoppedAt, when set, says when the runtime stopped the container
+	// of an allocation it replaced (runtime.StopClock).
+	stoppedAt func(allocationID string) (time.Time, bool)
 
 	mu    sync.Mutex
 	state journalState
@@ -70,9 +73,11 @@ func (j *runJournal) observe(statuses []runtime.Status, now time.Time) (changed 
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	running := map[string]runtime.Status{}
+	byInstance := map[string]runtime.Status{}
 	for _, st := range statuses {
 		if st.State == runtime.Running && st.AllocationID != "" && !st.StartedAt.IsZero() {
 			running[st.AllocationID] = st
+			byInstance[st.InstanceID] = st
 		}
 	}
 	now = now.UTC().Truncate(time.Microsecond)
@@ -82,9 +87,19 @@ func (j *runJournal) observe(statuses []runtime.Status, now time.Time) (changed 
 			continue
 		}
 		end := now
+		if !ok { // another allocation of the instance runs: this one ended before it began
+			st, ok = byInstance[open.InstanceID]
+		}
 		if ok { // restarted: the old run ended no later than the new one began
 			if next := st.StartedAt.UTC().Truncate(time.Microsecond); next.Before(end) {
 				end = next
+			}
+		}
+		if j.stoppedAt != nil { // the runtime knows when it stopped it
+			if t, known := j.stoppedAt(alloc); known {
+				if t = t.UTC().Truncate(time.Microsecond); t.Before(end) {
+					end = t
+				}
 			}
 		}
 		if end.Before(open.StartedAt) {

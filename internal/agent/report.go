@@ -121,6 +121,7 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 			State:        string(st.State),
 			Message:      st.Message,
 			StartedAt:    st.StartedAt.UTC(),
+			Move:         a.moveStatus(st.InstanceID),
 		}
 		if f := a.failures[st.InstanceID]; f != nil && (st.State != runtime.Running || st.AllocationID != f.allocationID) {
 			ai = agentproto.ActualInstance{InstanceID: st.InstanceID, AllocationID: f.allocationID,

@@ -29,7 +29,53 @@ const (
 	StateAbsent   = "absent"   // desired and actual: container and volume removed
 	StateFailed   = "failed"   // actual only: could not be made to run; Message says why
 	StateCreating = "creating" // actual only: being created or started
+	// StatePrepared (desired and actual): the instance's volume and the
+	// container of AllocationID exist, not started, ready to receive a
+	// copy (the target end of a move).
+	StatePrepared = "prepared"
 )
+
+// Move roles.
+const (
+	MoveSource = "source"
+	MoveTarget = "target"
+)
+
+// Move is one end of an instance's move to another host. The source agent
+// pushes the instance's volume and writable layer to the target agent over
+// SSH (the target's access address and host key), authenticated with the
+// operation's token; the target accepts only a push that proves it.
+type Move struct {
+	OperationID string `json:"operation_id"`
+	Role        string `json:"role"` // source or target
+	// Source end: where to push. TargetAddr is the target agent's access
+	// address (host:port), TargetHostKey its host key (authorized_keys form).
+	TargetAddr    string `json:"target_addr,omitempty"`
+	TargetHostKey string `json:"target_host_key,omitempty"`
+	// Token is the grant's secret: the source presents it; the target is
+	// given only its SHA-256 (hex) in TokenHash.
+	Token     string `json:"token,omitempty"`
+	TokenHash string `json:"token_hash,omitempty"`
+	// Final (source): the container is stopped (the instance's State is
+	// stopped); send the final pass. Without it the source pre-copies
+	// while the instance runs.
+	Final bool `json:"final,omitempty"`
+}
+
+// MoveStatus is the source agent's progress on a Move.
+type MoveStatus struct {
+	OperationID string `json:"operation_id"`
+	// Passes counts the completed live passes (pre-copy); Final is set
+	// once the final pass, with the container stopped, completed.
+	Passes int  `json:"passes"`
+	Final  bool `json:"final,omitempty"`
+	// Bytes is what went over the wire so far; LastPassBytes what the last
+	// completed pass sent.
+	Bytes         int64 `json:"bytes"`
+	LastPassBytes int64 `json:"last_pass_bytes"`
+	// Error is the last failed attempt's reason; the agent keeps retrying.
+	Error string `json:"error,omitempty"`
+}
 
 // GPUInfo is one GPU as the agent sees it.
 type GPUInfo struct {
@@ -83,6 +129,8 @@ type DesiredInstance struct {
 	VolumeName   string            `json:"volume_name"`
 	VolumeGiB    int               `json:"volume_gib"`
 	Env          map[string]string `json:"env,omitempty"`
+	// Move, when set, makes this host one end of a move to another host.
+	Move *Move `json:"move,omitempty"`
 }
 
 // ActualInstance is what the runtime holds for one instance.
@@ -92,6 +140,8 @@ type ActualInstance struct {
 	State        string    `json:"state"` // running, stopped, absent, failed, creating
 	Message      string    `json:"message,omitempty"`
 	StartedAt    time.Time `json:"started_at,omitzero"`
+	// Move is the source's progress on the move the desired state asks for.
+	Move *MoveStatus `json:"move,omitempty"`
 }
 
 // Report is the agent's periodic (and after every change) account of its host.

@@ -295,22 +295,6 @@ func (s *Server) handleStopInstance(w http.ResponseWriter, r *http.Request, acc 
 	writeJSON(w, http.StatusOK, instanceView(d, false))
 }
 
-func (s *Server) handleStartInstance(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	s.idempotent(w, r, idem{scope: acc.ID, body: body}, func(w http.ResponseWriter) {
-		d, err := s.rental.Start(r.Context(), acc, r.PathValue("id"))
-		if err != nil {
-			s.writeProblem(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, instanceView(d, false))
-	})
-}
-
 func (s *Server) handleDeleteInstance(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
 	d, err := s.rental.Delete(r.Context(), acc, r.PathValue("id"))
 	if err != nil {

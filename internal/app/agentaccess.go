@@ -15,7 +15,9 @@ import (
 	"github.com/gpurent/gpurent/internal/access"
 	"github.com/gpurent/gpurent/internal/agent"
 	agentruntime "github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/delta"
+	"github.com/gpurent/gpurent/internal/transfer"
 )
 
 // startAccess runs the agent's SSH access server on listen when the
@@ -24,28 +26,33 @@ import (
 // address the gateway dials ("": the listener's, with this machine's
 // name for an unspecified host). The server trusts the keys the control
 // plane sends in report answers.
-func startAccess(ctx context.Context, stateDir, listen, advertise string, rt agentruntime.Runtime, log *slog.Logger) (*agent.AccessEndpoint, error) {
+//
+// The same server receives instances moving here from other hosts (the
+// returned Transfers, nil when there is no server): their source agents
+// log in with the move's token and push over it.
+func startAccess(ctx context.Context, stateDir, listen, advertise string, rt agentruntime.Runtime, log *slog.Logger) (*agent.AccessEndpoint, agent.Transfers, error) {
 	ra, ok := rt.(agentruntime.Access)
 	if !ok || listen == "" {
 		if listen != "" {
 			log.Warn("the " + rt.Name() + " runtime cannot reach into instances: no SSH access on this host")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key, err := access.LoadOrCreateHostKey(filepath.Join(stateDir, "access_host_ed25519"))
 	if err != nil {
-		return nil, fmt.Errorf("access server host key: %w", err)
+		return nil, nil, fmt.Errorf("access server host key: %w", err)
 	}
-	srv, err := access.New(access.Config{HostKey: key, Runtime: ra, Logger: log})
+	recv := transfer.NewReceiver(log)
+	srv, err := access.New(access.Config{HostKey: key, Runtime: ra, Logger: log, Transfers: recv})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return nil, fmt.Errorf("access server: listen on %s: %w", listen, err)
+		return nil, nil, fmt.Errorf("access server: listen on %s: %w", listen, err)
 	}
 	go func() {
 		if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
@@ -58,7 +65,7 @@ func startAccess(ctx context.Context, stateDir, listen, advertise string, rt age
 			name, herr := os.Hostname()
 			if herr != nil {
 				ln.Close()
-				return nil, fmt.Errorf("access server: name this host for the gateway with --access-advertise: %w", herr)
+				return nil, nil, fmt.Errorf("access server: name this host for the gateway with --access-advertise: %w", herr)
 			}
 			advertise = net.JoinHostPort(name, port)
 		}
@@ -78,7 +85,27 @@ func startAccess(ctx context.Context, stateDir, listen, advertise string, rt age
 			}
 			srv.SetTrustedKeys(keys)
 		},
-	}, nil
+	}, moves{recv: recv, log: log}, nil
+}
+
+// moves is an agent's side of instance moves: the receiver its access
+// server serves, and pushes through internal/transfer.
+type moves struct {
+	recv *transfer.Receiver
+	log  *slog.Logger
+}
+
+func (m moves) Expect(op, tokenHash string, trees agentruntime.Trees) {
+	m.recv.Expect(op, tokenHash, trees)
+}
+func (m moves) Forget(op string) { m.recv.Forget(op) }
+
+// Push sends one pass and answers the bytes that crossed the network
+// (both ways, SSH framing included).
+func (m moves) Push(ctx context.Context, mv agentproto.Move, trees agentruntime.Trees, final bool) (int64, error) {
+	st, err := transfer.Push(ctx, transfer.PushRequest{Addr: mv.TargetAddr, HostKey: mv.TargetHostKey,
+		OperationID: mv.OperationID, Token: mv.Token, Trees: trees, Final: final, Logger: m.log})
+	return st.WireBytes, err
 }
 
 // sftpHelperCommand is the hidden `gpurent agent-sftp`: the process the
@@ -97,7 +124,7 @@ func sftpHelperCommand() *cobra.Command {
 // carryLayer copies an instance's writable layer to the container of its
 // new allocation on the same host (a start on new GPUs after a stop, an
 // upgrade), so installed packages and files anywhere survive.
-func carryLayer(ctx context.Context, src, dst string) error {
-	_, err := delta.Copy(ctx, src, dst)
+func carryLayer(ctx context.Context, src, dst string, final bool) error {
+	_, err := delta.CopyPass(ctx, src, dst, final)
 	return err
 }

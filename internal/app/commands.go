@@ -236,12 +236,12 @@ func agentCommand() *cobra.Command {
 			if runtimeFlag == "process" && !cmd.Flags().Changed("access-listen") {
 				listen = "" // the process runtime cannot reach into instances
 			}
-			ep, err := startAccess(ctx, stateDir, listen, accessAdvertise, rt, log)
+			ep, moves, err := startAccess(ctx, stateDir, listen, accessAdvertise, rt, log)
 			if err != nil {
 				return err
 			}
 			a, err := agent.New(agent.Config{ServerURL: server, JoinToken: joinToken, Name: name, Zone: zone,
-				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version, Access: ep})
+				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version, Access: ep, Transfers: moves})
 			if err != nil {
 				return err
 			}

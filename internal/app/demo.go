@@ -160,7 +160,7 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 		dir := filepath.Join(cfg.DataDir, h.Name)
 		var rt agentruntime.Runtime
 		if useDocker {
-			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name, CarryLayer: carryLayer})
+			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name, SeparateNames: true, CarryLayer: carryLayer})
 			if err != nil {
 				cancel()
 				return nil, fmt.Errorf("docker runtime: %w", err)
@@ -176,15 +176,17 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 		}
 		as.Runtime = rt.Name()
 		var ep *agent.AccessEndpoint
+		var moves agent.Transfers
 		if useDocker && !cfg.NoAccess {
 			var err error
-			if ep, err = startAccess(ctx, dir, "127.0.0.1:0", "", rt, log.With("host", h.Name)); err != nil {
+			if ep, moves, err = startAccess(ctx, dir, "127.0.0.1:0", "", rt, log.With("host", h.Name)); err != nil {
 				cancel()
 				return nil, err
 			}
 		}
 		a, err := agent.New(agent.Config{
 			Access:    ep,
+			Transfers: moves,
 			ServerURL: cfg.ServerURL, JoinToken: cfg.JoinToken, Name: h.Name, Zone: h.Zone,
 			StateDir: dir, Runtime: rt,
 			GPUs: fake.New(fake.Config{Host: h.Name, TypeID: t.ID, Name: t.Name, Count: h.GPUs,

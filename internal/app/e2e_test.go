@@ -12,7 +12,6 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/catalog"
@@ -206,7 +205,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// The container holds exactly its GPUs, its limits and its volume.
-	name := docker.ContainerName(id)
+	name := dockertest.InstanceContainer(t, dockertest.Client(t), id)
 	ci := dockertest.Inspect(t, cli, name)
 	env := strings.Join(ci.Config.Env, "\n")
 	want := strings.Join(in.GPUs, ",")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 )
 
@@ -24,7 +23,7 @@ func TestWalletExhaustion(t *testing.T) {
 	f.credit(t, 600, "seed")
 	in := u.instance("rent", "--gpu", "rtx4090-24g", "--count", "1", "--image", image, "--wait")
 	defer dockertest.Cleanup(t, in.ID)
-	name := docker.ContainerName(in.ID)
+	name := dockertest.InstanceContainer(t, dockertest.Client(t), in.ID)
 	dockertest.MustExec(t, cli, name, "sh", "-c", "echo survives > /root/data/f")
 
 	// The wallet drains to 5 fen: 5 / 521 fen per hour is 34 s of runway.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/rating"
 )
@@ -30,7 +29,7 @@ func TestNoGPUMode(t *testing.T) {
 	if in.State != "running" || in.GPUCount != 0 || len(in.GPUs) != 0 {
 		t.Fatalf("instance %+v: want running with no GPUs", in)
 	}
-	env := dockertest.MustExec(t, cli, docker.ContainerName(in.ID), "sh", "-c", "echo nv=$NVIDIA_VISIBLE_DEVICES")
+	env := dockertest.MustExec(t, cli, dockertest.InstanceContainer(t, cli, in.ID), "sh", "-c", "echo nv=$NVIDIA_VISIBLE_DEVICES")
 	if !strings.Contains(env, "nv=void") {
 		t.Errorf("container environment %q: want NVIDIA_VISIBLE_DEVICES=void", env)
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 )
 
@@ -17,7 +16,7 @@ func TestStopStartKeepsFileSystem(t *testing.T) {
 	in := f.u.instance("rent", "--gpu", "rtx4090-24g", "--image", f.image, "--wait")
 	defer dockertest.Cleanup(t, in.ID)
 	cli := dockertest.Client(t)
-	name := docker.ContainerName(in.ID)
+	name := dockertest.InstanceContainer(t, dockertest.Client(t), in.ID)
 	dockertest.MustExec(t, cli, name, "sh", "-c", "mkdir -p /opt/tool && echo 1.2.3 > /opt/tool/VERSION && rm /bin/sed")
 	before := dockertest.Inspect(t, cli, name)
 	f.u.must("stop", in.ID, "--wait")

@@ -62,6 +62,12 @@ type ServerConfig struct {
 	KeyDir string
 	// SecureCookies marks the port proxy's cookies Secure (behind TLS).
 	SecureCookies bool
+	// OperationsInterval is how often moves are checked for deadlines and
+	// queued starts for free GPUs (0: 2 s).
+	OperationsInterval time.Duration
+	// MoveStallTimeout and MoveStartTimeout bound a move's copy without
+	// progress and its target's start (0: 2 min and 5 min).
+	MoveStallTimeout, MoveStartTimeout time.Duration
 }
 
 // Server is a running control plane.
@@ -98,6 +104,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.OperationsInterval <= 0 {
+		cfg.OperationsInterval = 2 * time.Second
+	}
 	if cfg.BillingInterval <= 0 || cfg.BillingInterval > time.Minute {
 		cfg.BillingInterval = 10 * time.Second
 	}
@@ -117,7 +126,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		Providers: cfg.PaymentProviders, Notify: webhookPoster(cfg.Logger)})
 	s.Rental = rental.New(rental.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Funds: s.Wallet})
+		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Funds: s.Wallet, Notify: s.Wallet.Notice,
+		MoveStallTimeout: cfg.MoveStallTimeout, MoveStartTimeout: cfg.MoveStartTimeout})
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
@@ -174,6 +184,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			defer close(done)
 			s.Metering.Run(watchCtx, cfg.BillingInterval)
 		}()
+		ops := make(chan struct{})
+		go func() {
+			defer close(ops)
+			s.Rental.RunOperations(watchCtx, cfg.OperationsInterval)
+		}()
+		defer func() { <-ops }()
 		s.Rental.Watch(watchCtx)
 		<-done
 	}()

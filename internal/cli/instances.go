@@ -267,13 +267,6 @@ func (a *app) stopCmd() *cobra.Command {
 	})
 }
 
-func (a *app) startCmd() *cobra.Command {
-	return a.actionCmd(instanceAction{
-		use: "start ID...", short: "Start stopped instances", done: "started",
-		call: (*client.Client).StartInstance, until: untilRunning, waitWhat: "running",
-	})
-}
-
 func (a *app) rmCmd() *cobra.Command {
 	return a.actionCmd(instanceAction{
 		use: "rm ID...", short: "Delete instances and their volumes", done: "deleted",

@@ -1,5 +1,5 @@
 // Package cli is the gpurent command line: the client commands (login, gpus,
-// rent, ls, show, stop, start, rm, hosts, ...) built with cobra on top of
+// rent, ls, show, stop, start, rm, upgrade, migrate, hosts, ...) built with cobra on top of
 // internal/client. It stays thin: it resolves the server and token, calls
 // the API, and prints the answer as a table or as the API's JSON.
 //
@@ -117,7 +117,7 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 	}
 	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd(), a.academicCmd(), a.walletCmd(), a.voucherCmd(), a.sshKeyCmd())
 	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
-		a.stopCmd(), a.startCmd(), a.rmCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd())
+		a.stopCmd(), a.startCmd(), a.rmCmd(), a.upgradeCmd(), a.migrateCmd(), a.operationsCmd(), a.queueCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd())
 	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd())
 	root.AddCommand(extra...)
 	return root

@@ -13,6 +13,14 @@ import (
 // checks and metadata as a copy between hosts. The copy is final (src is
 // expected not to change), and a file that could not be copied is an error.
 func Copy(ctx context.Context, src, dst string) (Stats, error) {
+	return CopyPass(ctx, src, dst, true)
+}
+
+// CopyPass is Copy as one pass of an incremental copy: a live pass (final
+// false) may run while src changes; files that changed while read, or
+// could not be read, are left for the next pass rather than failing it.
+// The final pass, with src no longer written, is exact and strict.
+func CopyPass(ctx context.Context, src, dst string, final bool) (Stats, error) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
@@ -20,7 +28,7 @@ func Copy(ctx context.Context, src, dst string) (Stats, error) {
 	defer cancel()
 	sent := make(chan error, 1)
 	go func() {
-		_, err := Send(ctx, src, a, Options{Final: true})
+		_, err := Send(ctx, src, a, Options{Final: final})
 		if err != nil {
 			cancel()
 		}
@@ -31,7 +39,7 @@ func Copy(ctx context.Context, src, dst string) (Stats, error) {
 		cancel()
 	}
 	err = errors.Join(err, <-sent)
-	if err == nil && st.Errors > 0 {
+	if err == nil && final && st.Errors > 0 {
 		err = gpurent.Errorf(gpurent.CodeUnavailable, "%d files could not be copied (first: %v)", st.Errors, st.ErrorSamples)
 	}
 	return st, err

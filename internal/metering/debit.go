@@ -62,7 +62,8 @@ type runDebit struct {
 // before it are still posted, and the error is answered.
 func (s *Service) billRuns(ctx context.Context, b *rating.Book, runs []gpurent.UsageRun, now time.Time) (Debits, error) {
 	var out Debits
-	look := lookups{instances: map[string]*gpurent.Instance{}, spans: map[string][]planSpan{}, accounts: map[string]*gpurent.Account{}}
+	look := lookups{instances: map[string]*gpurent.Instance{}, spans: map[string][]planSpan{}, accounts: map[string]*gpurent.Account{},
+		void: map[string]bool{}}
 	byAccount := map[string][]runDebit{}
 	var order []string // accounts in the order their first run came
 	var stop error
@@ -98,6 +99,7 @@ type lookups struct {
 	instances map[string]*gpurent.Instance
 	spans     map[string][]planSpan
 	accounts  map[string]*gpurent.Account
+	void      map[string]bool // by allocation: a failed move's target
 }
 
 // owed rates one run: ok false when it owes nothing now.
@@ -123,6 +125,16 @@ func (s *Service) owed(ctx context.Context, b *rating.Book, look *lookups, run g
 		look.accounts[acc.ID] = acc
 	}
 	final := run.EndedAt != nil
+	if final { // checked once per run, when it settles
+		if void, err := s.voided(ctx, look.void, run.AllocationID); err != nil {
+			return runDebit{}, false, err
+		} else if void {
+			// A failed move's target: the attempt costs nothing. It is
+			// settled at what was posted: nothing, as a target is rolled
+			// back within seconds of failing, before any live debit.
+			return runDebit{run: run, final: true}, true, nil
+		}
+	}
 	end := run.LastSeenAt
 	if final {
 		end = *run.EndedAt
@@ -239,4 +251,22 @@ func collected(tx *gpurent.LedgerTx, customer string) int64 {
 		}
 	}
 	return fen
+}
+
+// voided reports whether runs of the allocation are not billed: the
+// target of a move that was rolled back. cache keeps answers for a pass.
+func (s *Service) voided(ctx context.Context, cache map[string]bool, allocationID string) (bool, error) {
+	if v, ok := cache[allocationID]; ok {
+		return v, nil
+	}
+	a, err := s.cfg.Store.AllocationByID(ctx, allocationID)
+	if gpurent.IsCode(err, gpurent.CodeNotFound) {
+		cache[allocationID] = false
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	v := a.EndedAt != nil && a.EndReason == gpurent.AllocEndRolledBack
+	cache[allocationID] = v
+	return v, nil
 }

@@ -138,6 +138,7 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 	lines := map[key]*StatementLine{}
 	names := map[string]*gpurent.Instance{}
 	plans := map[string][]planSpan{}
+	void := map[string]bool{}
 	for _, run := range runs {
 		end := run.LastSeenAt
 		if run.EndedAt != nil {
@@ -158,6 +159,11 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		}
 		if run.EndedAt == nil && end.After(from) {
 			st.Open = true
+		}
+		if void, err := s.voided(ctx, void, run.AllocationID); err != nil {
+			return nil, err
+		} else if void {
+			continue
 		}
 		rated, err := rateRun(b, run, acc, end, plans[in.ID])
 		if err != nil {

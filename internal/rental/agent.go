@@ -77,6 +77,14 @@ func (s *Service) desired(ctx context.Context, h *gpurent.Host) (*agentproto.Des
 	if err != nil {
 		return nil, err
 	}
+	ops, err := s.hostOps(ctx, h.ID)
+	if err != nil {
+		return nil, err
+	}
+	opOf := make(map[string]*gpurent.Operation, len(ops))
+	for i := range ops {
+		opOf[ops[i].InstanceID] = &ops[i]
+	}
 	d := &agentproto.Desired{HostID: h.ID, Generation: h.Generation, Instances: []agentproto.DesiredInstance{}}
 	for _, in := range list {
 		di := agentproto.DesiredInstance{
@@ -106,7 +114,15 @@ func (s *Service) desired(ctx context.Context, h *gpurent.Host) (*agentproto.Des
 			}
 			di.VolumeName, di.VolumeGiB = v.Name, v.SizeGiB
 		}
+		if op := opOf[in.ID]; op != nil && in.State != gpurent.StateDeleting {
+			if err := s.sourceView(ctx, op, &in, &di); err != nil {
+				return nil, err
+			}
+		}
 		d.Instances = append(d.Instances, di)
+	}
+	if err := s.addMoves(ctx, h, ops, d); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -120,11 +136,18 @@ func (s *Service) ApplyReport(ctx context.Context, host *gpurent.Host, rep agent
 	for _, a := range rep.Instances {
 		actual[a.InstanceID] = a
 	}
+	busy, err := s.applyMoves(ctx, host, actual)
+	if err != nil {
+		return agentproto.ReportResponse{}, err
+	}
 	list, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{HostID: host.ID, ActiveOnly: true})
 	if err != nil {
 		return agentproto.ReportResponse{}, err
 	}
 	for _, in := range list {
+		if busy[in.ID] {
+			continue // an operation reads this host's reports of it
+		}
 		a, ok := actual[in.ID]
 		if !ok {
 			a = agentproto.ActualInstance{InstanceID: in.ID, State: agentproto.StateAbsent}

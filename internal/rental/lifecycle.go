@@ -422,6 +422,14 @@ func (s *Service) Stop(ctx context.Context, acc *gpurent.Account, id string) (*D
 		switch in.State {
 		case gpurent.StateStopping, gpurent.StateStopped:
 			return nil, nil
+		}
+		if op, err := q.ActiveOperation(ctx, in.ID); err == nil && op.Step != gpurent.StepQueued && op.Step != gpurent.StepCleanup {
+			return nil, gpurent.Errorf(gpurent.CodeConflict,
+				"instance %s is being moved (%s %s, %s): stop it once that finishes (it rolls back by itself if it cannot)", in.ID, op.Kind, op.ID, op.Step)
+		} else if err != nil && !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return nil, err
+		}
+		switch in.State {
 		case gpurent.StatePending, gpurent.StateProvisioning, gpurent.StateRunning:
 			in.State, in.StateReason = gpurent.StateStopping, "stop requested"
 			return newEvent(in.ID, now, "stopping", "stop requested; data on the volume is kept"), nil
@@ -467,7 +475,7 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 			if err != nil {
 				if gpurent.IsCode(err, gpurent.CodeUnavailable) {
 					return nil, gpurent.Errorf(gpurent.CodeConflict,
-						"cannot start on host %s: %s. The data stays on that host; try again later (moving to another host comes with upgrade/migrate)",
+						"cannot start on host %s: %s. The data stays on that host: start it elsewhere with --move, or --queue it to start when GPUs free up",
 						in.HostID, gpurent.ErrorMessage(err))
 				}
 				return nil, err
@@ -536,6 +544,9 @@ func (s *Service) Delete(ctx context.Context, acc *gpurent.Account, id string) (
 		case gpurent.StateDeleting, gpurent.StateDeleted:
 			return nil, nil
 		}
+		if err := s.abandon(ctx, q, in, now); err != nil {
+			return nil, err
+		}
 		if in.HostID == "" { // never placed: nothing on any host to remove
 			if err := finishDelete(ctx, q, in, now); err != nil {
 				return nil, err
@@ -570,6 +581,11 @@ func finishDelete(ctx context.Context, q gpurent.Queries, in *gpurent.Instance, 
 // as they are.
 func (s *Service) StopUnpaid(ctx context.Context, id string) error {
 	_, err := s.apply(ctx, nil, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
+		if op, err := q.ActiveOperation(ctx, in.ID); err == nil && op.Step != gpurent.StepCleanup {
+			return nil, nil // the next pass stops it once the move is over
+		} else if err != nil && !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return nil, err
+		}
 		switch in.State {
 		case gpurent.StateProvisioning, gpurent.StateRunning:
 			in.State, in.StateReason = gpurent.StateStopping, "balance exhausted"

@@ -49,6 +49,17 @@ type Config struct {
 	// it is reloaded, so GPUs freed by another control-plane replica are seen
 	// (default 5 s).
 	SnapshotMaxAge time.Duration
+	// Moves (upgrade, migrate, moved start): a copy that makes no progress
+	// for MoveStallTimeout (default 2 min), or a target that does not run
+	// within MoveStartTimeout of being asked to (default 5 min), is rolled
+	// back; a host that does not confirm removing a moved instance's old
+	// copy within MoveCleanupTimeout (default 30 min) no longer holds up
+	// the instance's next operation.
+	MoveStallTimeout, MoveStartTimeout, MoveCleanupTimeout time.Duration
+	// Notify, when set, tells an account about something it did not ask
+	// for at that moment (a queued start that began); the wallet's webhook
+	// is one. The account event is written either way.
+	Notify func(ctx context.Context, accountID, kind, message string)
 }
 
 // Funds is the start gate (the wallet is one): CheckFunds refuses, with
@@ -102,6 +113,15 @@ func New(cfg Config) *Service {
 	}
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = 30 * time.Second
+	}
+	if cfg.MoveStallTimeout <= 0 {
+		cfg.MoveStallTimeout = 2 * time.Minute
+	}
+	if cfg.MoveStartTimeout <= 0 {
+		cfg.MoveStartTimeout = 5 * time.Minute
+	}
+	if cfg.MoveCleanupTimeout <= 0 {
+		cfg.MoveCleanupTimeout = 30 * time.Minute
 	}
 	if cfg.SnapshotMaxAge <= 0 {
 		cfg.SnapshotMaxAge = 5 * time.Second

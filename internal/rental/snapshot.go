@@ -216,3 +216,13 @@ func (c *snapshotCache) plan(ctx context.Context, req sched.Request) (sched.Plac
 	c.pending[r] = struct{}{}
 	return p, r, nil
 }
+
+// peek plans req without keeping the GPUs reserved: an answer to "would it
+// fit now", not a claim.
+func (c *snapshotCache) peek(ctx context.Context, req sched.Request) (sched.Placement, error) {
+	p, r, err := c.plan(ctx, req)
+	if err == nil {
+		r.done(false)
+	}
+	return p, err
+}

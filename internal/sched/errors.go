@@ -115,6 +115,9 @@ func diagnose(req *Request, hosts []Host) *NoCapacityError {
 	for i := range hosts {
 		h := &hosts[i]
 		inZone := req.ZoneID == "" || h.ZoneID == req.ZoneID
+		if h.ID == req.ExcludeHostID {
+			continue
+		}
 		isHost := req.HostID == "" || h.ID == req.HostID
 		if req.HostID != "" && isHost && inZone {
 			d.hostFound = true

@@ -24,7 +24,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 		h := &hosts[i]
 		if !h.Schedulable ||
 			(req.ZoneID != "" && h.ZoneID != req.ZoneID) ||
-			(req.HostID != "" && h.ID != req.HostID) ||
+			(req.HostID != "" && h.ID != req.HostID) || h.ID == req.ExcludeHostID ||
 			h.CPUFree < req.CPUMilli || h.MemFreeMiB < req.MemoryMiB {
 			continue
 		}

@@ -33,12 +33,14 @@ package sched
 
 // Request is what an instance needs.
 type Request struct {
-	TypeID    string
-	Count     int    // GPUs; 0 is no-GPU mode (CPU and memory only)
-	ZoneID    string // "" for any zone
-	HostID    string // "" for any host; set to restart on the same host
-	CPUMilli  int64  // total for the instance
-	MemoryMiB int64  // total for the instance
+	TypeID string
+	Count  int    // GPUs; 0 is no-GPU mode (CPU and memory only)
+	ZoneID string // "" for any zone
+	HostID string // "" for any host; set to restart on the same host
+	// ExcludeHostID leaves a host out (a move must leave its host).
+	ExcludeHostID string
+	CPUMilli      int64 // total for the instance
+	MemoryMiB     int64 // total for the instance
 }
 
 // GPU is one GPU of a host in the snapshot.

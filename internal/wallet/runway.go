@@ -126,6 +126,21 @@ func (s *Service) alert(ctx context.Context, acc *gpurent.Account, v *View, leve
 	s.notify(ctx, hook, body)
 }
 
+// Notice posts a notice another service recorded as an account event (an
+// instance that started from the queue) to the account's webhook, if set,
+// in the same JSON form as the alerts.
+func (s *Service) Notice(ctx context.Context, accountID, kind, message string) {
+	hook, err := s.store.WebhookURL(ctx, accountID)
+	if err != nil || hook == "" || s.notify == nil {
+		return
+	}
+	body, err := json.Marshal(Alert{AccountID: accountID, Kind: kind, Message: message, At: s.now().UTC()})
+	if err != nil {
+		return
+	}
+	s.notify(ctx, hook, body)
+}
+
 // SetWebhook sets (or, with "", clears) where the account's alerts are
 // posted: an http or https URL.
 func (s *Service) SetWebhook(ctx context.Context, acc *gpurent.Account, raw string) error {

@@ -71,3 +71,32 @@ type Runtime interface {
 	// Remove deletes the container and, if removeVolume, its volume.
 	Remove(ctx context.Context, instanceID string, volumeName string, removeVolume bool) error
 }
+
+// Trees are the host directories that hold an instance's state: its data
+// volume and its container's writable layer (overlay2's upper directory).
+// A move copies both.
+type Trees struct {
+	Volume string
+	Layer  string
+}
+
+// Mover is a runtime that can move an instance's state to another host.
+// The Docker runtime is one; the process runtime holds no container file
+// system and is not.
+type Mover interface {
+	// Trees returns where the instance's current container and volume keep
+	// their state; not_found when the instance has no container.
+	Trees(ctx context.Context, instanceID string) (Trees, error)
+	// Prepare makes the volume and a container for spec exist without
+	// starting it (an existing container of another allocation of the
+	// instance is removed first), and returns their trees, ready to
+	// receive a copy. Run later starts that container as it is.
+	Prepare(ctx context.Context, spec Spec) (Trees, error)
+}
+
+// StopClock is a runtime that remembers when it stopped the container of
+// an allocation it replaced (the old side of a carry to new GPUs), so that
+// the run of that allocation ends then, not when the agent next looked.
+type StopClock interface {
+	StoppedAt(allocationID string) (time.Time, bool)
+}

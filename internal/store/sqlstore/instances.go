@@ -190,15 +190,20 @@ ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args.
 	return nil
 }
 
-// UpdateInstance writes Name, HostID, State, StateReason, VolumeID and
-// UpdatedAt (now when zero) where the stored Version equals in.Version,
-// then bumps in.Version. A stale Version is a conflict.
+// UpdateInstance writes Name, HostID, State, StateReason, VolumeID, TypeID,
+// GPUCount, CPUMilli, MemoryMiB and UpdatedAt (now when zero) where the
+// stored Version equals in.Version, then bumps in.Version. A stale Version
+// is a conflict.
 func (s *Store) UpdateInstance(ctx context.Context, in *gpurent.Instance) error {
+	if in.GPUCount < 0 || in.CPUMilli < 0 || in.MemoryMiB < 0 {
+		return gpurent.Errorf(gpurent.CodeInvalid, "instance resources cannot be negative")
+	}
 	updated := nowOr(in.UpdatedAt)
 	n, err := s.execN(ctx, `UPDATE instances SET name = ?, host_id = ?, state = ?, state_reason = ?, volume_id = ?,
-	updated_at = ?, version = version + 1
+	type_id = ?, gpu_count = ?, cpu_milli = ?, memory_mib = ?, updated_at = ?, version = version + 1
 WHERE id = ? AND version = ?`,
-		in.Name, in.HostID, string(in.State), in.StateReason, in.VolumeID, s.ts(updated), in.ID, in.Version)
+		in.Name, in.HostID, string(in.State), in.StateReason, in.VolumeID,
+		in.TypeID, in.GPUCount, in.CPUMilli, in.MemoryMiB, s.ts(updated), in.ID, in.Version)
 	if err != nil {
 		return s.dbErr(err, "update instance")
 	}

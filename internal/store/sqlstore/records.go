@@ -67,6 +67,22 @@ func (s *Store) MarkVolumeDeleted(ctx context.Context, id string, at time.Time) 
 	return nil
 }
 
+// SetVolumeHost records that the volume's data now lives on hostID. An
+// unknown volume is not_found; an empty hostID is invalid.
+func (s *Store) SetVolumeHost(ctx context.Context, volumeID, hostID string) error {
+	if hostID == "" {
+		return gpurent.Errorf(gpurent.CodeInvalid, "volume host is required")
+	}
+	n, err := s.execN(ctx, `UPDATE volumes SET host_id = ? WHERE id = ?`, hostID, volumeID)
+	if err != nil {
+		return s.dbErr(err, "set volume host")
+	}
+	if n == 0 {
+		return notFound("volume", volumeID)
+	}
+	return nil
+}
+
 // AddEvent appends e to its instance's history. An empty ID gets a new one,
 // a zero At now.
 func (s *Store) AddEvent(ctx context.Context, e *gpurent.Event) error {

@@ -53,6 +53,15 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"Vouchers", testVouchers},
 		{"Payments", testPayments},
 		{"PlanChanges", testPlanChanges},
+		{"Operations", testOperationRoundTrip},
+		{"OperationOneActive", testOperationOneActive},
+		{"OperationIdempotency", testOperationIdempotency},
+		{"UpdateOperation", testOperationUpdate},
+		{"OperationValidation", testOperationValidation},
+		{"ListOperations", testOperationList},
+		{"OperationConflictInTx", testOperationConflictInTx},
+		{"UpdateInstanceResources", testUpdateInstanceResources},
+		{"SetVolumeHost", testSetVolumeHost},
 		{"Access", testAccess},
 		{"InTx", testInTx},
 		{"TimesUTC", testTimesUTC},
@@ -519,7 +528,7 @@ func testUpdateInstance(t *testing.T, s gpurent.Store) {
 	upd.Name, upd.HostID, upd.State, upd.StateReason, upd.VolumeID = "renamed", "host-1", gpurent.StateRunning, "", "vol-y"
 	upd.UpdatedAt = at(10)
 	// Fields UpdateInstance does not write.
-	upd.Image, upd.GPUCount, upd.Plan = "changed", 8, gpurent.PlanMonthly
+	upd.Image, upd.Plan = "changed", gpurent.PlanMonthly
 	must(t, s.UpdateInstance(ctx, &upd), "update")
 	if upd.Version != 2 {
 		t.Fatalf("version after update %d, want 2", upd.Version)

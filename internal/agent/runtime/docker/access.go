@@ -33,7 +33,7 @@ func (r *Runtime) running(ctx context.Context, instanceID string) (container.Ins
 	if !validName(instanceID) {
 		return container.InspectResponse{}, gpurent.Errorf(gpurent.CodeNotFound, "no instance %q on this host", instanceID)
 	}
-	c, found, err := r.inspect(ctx, ContainerName(instanceID))
+	c, found, err := r.inspect(ctx, r.name(instanceID))
 	if err != nil {
 		return container.InspectResponse{}, err
 	}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -22,8 +23,10 @@ const (
 
 // TreeCopier makes dst (an existing directory) equal to src: every file
 // type, mode, owner, time and extended attribute (overlay whiteouts and
-// opaque markers included), deleting what src lacks.
-type TreeCopier func(ctx context.Context, src, dst string) error
+// opaque markers included), deleting what src lacks. A live pass (final
+// false) runs while src may change and only has to bring dst close, so
+// that the final pass, with src stopped, has little left to do.
+type TreeCopier func(ctx context.Context, src, dst string, final bool) error
 
 // upperDir is where the container's writable layer lives on the host.
 func upperDir(c container.InspectResponse) (string, error) {
@@ -44,7 +47,7 @@ func upperDir(c container.InspectResponse) (string, error) {
 // intact); a -next without the named container was fully copied (it takes
 // the name); a -prev beside the named container is the old one, done with.
 func (r *Runtime) recoverCarry(ctx context.Context, instanceID string) error {
-	name := ContainerName(instanceID)
+	name := r.name(instanceID)
 	_, haveMain, err := r.inspect(ctx, name)
 	if err != nil {
 		return err
@@ -85,17 +88,16 @@ func (r *Runtime) recoverCarry(ctx context.Context, instanceID string) error {
 
 // replaceCarrying replaces old (the instance's container of another
 // allocation, in this scope) by a container for spec that starts with
-// old's writable layer: stop old, create <name>-next, copy old's layer into
-// it, set old aside as <name>-prev, give the new one the name, remove old,
-// start. A failed copy removes the new container and leaves old as it was
-// (stopped); every step is safe to repeat (recoverCarry).
+// old's writable layer: create <name>-next, copy old's layer into it while
+// old still runs (a live pass), stop old, copy what changed since (the
+// final pass: the downtime holds only that), set old aside as <name>-prev,
+// give the new one the name, start it, remove old. A failed copy removes the
+// new container and leaves old as it was (stopped if the failure came
+// after the stop); every step is safe to repeat (recoverCarry).
 func (r *Runtime) replaceCarrying(ctx context.Context, old container.InspectResponse, spec runtime.Spec) (runtime.Status, error) {
-	name := ContainerName(spec.InstanceID)
+	name := r.name(spec.InstanceID)
 	from, err := upperDir(old)
 	if err != nil {
-		return runtime.Status{}, err
-	}
-	if err := r.stopContainer(ctx, old.ID, spec.InstanceID); err != nil {
 		return runtime.Status{}, err
 	}
 	cfg, host := r.containerConfig(spec)
@@ -117,7 +119,21 @@ func (r *Runtime) replaceCarrying(ctx context.Context, old container.InspectResp
 	if err != nil {
 		return undo(err)
 	}
-	if err := r.cfg.CarryLayer(ctx, from, to); err != nil {
+	if old.State != nil && old.State.Running {
+		// A failed live pass only means the final one has more to do.
+		if err := r.cfg.CarryLayer(ctx, from, to, false); err != nil && ctx.Err() == nil {
+			r.log.Warn("live copy of a running instance's file system failed; the final pass copies all", "instance", spec.InstanceID, "err", err)
+		}
+	}
+	if err := r.stopContainer(ctx, old.ID, spec.InstanceID); err != nil {
+		return undo(err)
+	}
+	if stopped, found, err := r.inspect(ctx, old.ID); err == nil && found {
+		if t, err := time.Parse(time.RFC3339Nano, stopped.State.FinishedAt); err == nil && t.Year() > 1 {
+			r.stops.record(old.Config.Labels[runtime.LabelAllocation], t)
+		}
+	}
+	if err := r.cfg.CarryLayer(ctx, from, to, true); err != nil {
 		return undo(gpurent.WrapError(gpurent.CodeUnavailable, err, "copy the file system of instance %s to its new container", spec.InstanceID))
 	}
 	if _, err := r.cli.ContainerRename(ctx, old.ID, client.ContainerRenameOptions{NewName: name + suffixPrev}); err != nil {
@@ -127,13 +143,17 @@ func (r *Runtime) replaceCarrying(ctx context.Context, old container.InspectResp
 		// recoverCarry finishes this on the next Run.
 		return runtime.Status{}, wrap(err, "name the new container of instance %s", spec.InstanceID)
 	}
+	// Start first, remove the old container (and its layer) after: the
+	// removal takes a while and is not downtime. recoverCarry removes a
+	// -prev left behind by a crash here.
+	_, startErr := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{})
 	if err := r.removeContainer(ctx, old.ID); err != nil && !cerrdefs.IsNotFound(err) {
 		r.log.Warn("removing the old container after a carry", "instance", spec.InstanceID, "err", err)
 	}
+	if startErr != nil {
+		return runtime.Status{}, wrap(startErr, "start the container of instance %s", spec.InstanceID)
+	}
 	r.log.Info("container replaced with its file system carried over", "instance", spec.InstanceID,
 		"old_allocation", old.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID)
-	if _, err := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{}); err != nil {
-		return runtime.Status{}, wrap(err, "start the container of instance %s", spec.InstanceID)
-	}
 	return r.status(ctx, name)
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -60,6 +61,13 @@ type Config struct {
 	// scope's container alone. Empty: the runtime owns every managed
 	// container of the daemon, as a production agent does.
 	Scope string
+	// SeparateNames, with Scope, puts the scope in the names of the
+	// containers and volumes this runtime makes, so that scoped runtimes
+	// sharing a daemon act as separate hosts: an instance moving from one
+	// to another is copied as between machines (the demo's fleet, the
+	// tests of moves). Without it an instance's names are the same in
+	// every scope.
+	SeparateNames bool
 	// CarryLayer, when set, carries an instance's writable layer (files
 	// anywhere in its file system, installed packages) to the container of
 	// its new allocation when the allocation changes on this host (an
@@ -85,6 +93,33 @@ type Runtime struct {
 	hostCPUs, hostMemory int64
 	version              string
 	locks                keyLock
+	stops                stopLog
+}
+
+// stopLog remembers when carries stopped old containers, by allocation;
+// the agent asks once per run, so it keeps only the latest few.
+type stopLog struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+const stopLogSize = 256
+
+func (l *stopLog) record(allocationID string, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at == nil || len(l.at) >= stopLogSize {
+		l.at = map[string]time.Time{}
+	}
+	l.at[allocationID] = t
+}
+
+// StoppedAt says when a carry stopped the container of the allocation.
+func (r *Runtime) StoppedAt(allocationID string) (time.Time, bool) {
+	r.stops.mu.Lock()
+	defer r.stops.mu.Unlock()
+	t, ok := r.stops.at[allocationID]
+	return t, ok
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)

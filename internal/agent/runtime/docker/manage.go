@@ -33,7 +33,7 @@ func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
 		if !found || c.Config.Labels[runtime.LabelInstance] == "" || !r.inScope(c) {
 			continue // removed meanwhile, or not one of ours after all
 		}
-		if c.Name != "/"+ContainerName(c.Config.Labels[runtime.LabelInstance]) {
+		if c.Name != "/"+r.name(c.Config.Labels[runtime.LabelInstance]) {
 			continue // the other side of a carry in progress (-next, -prev)
 		}
 		out = append(out, statusOf(c))
@@ -54,7 +54,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string) error {
 		return err
 	}
 	defer unlock()
-	name := ContainerName(instanceID)
+	name := r.name(instanceID)
 	c, found, err := r.inspect(ctx, name)
 	if err != nil || !found {
 		return err
@@ -91,7 +91,8 @@ func (r *Runtime) Remove(ctx context.Context, instanceID string, volumeName stri
 		return err
 	}
 	defer unlock()
-	name := ContainerName(instanceID)
+	volumeName = r.volumeName(volumeName)
+	name := r.name(instanceID)
 	c, found, err := r.inspect(ctx, name)
 	if err != nil {
 		return err

@@ -23,12 +23,13 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 	if err := validateSpec(spec); err != nil {
 		return runtime.Status{}, err
 	}
+	spec.VolumeName = r.volumeName(spec.VolumeName)
 	unlock, err := r.locks.lock(ctx, spec.InstanceID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
 	defer unlock()
-	name := ContainerName(spec.InstanceID)
+	name := r.name(spec.InstanceID)
 	if err := r.recoverCarry(ctx, spec.InstanceID); err != nil {
 		return runtime.Status{}, err
 	}
@@ -224,7 +225,7 @@ func checkOwned(c container.InspectResponse, instanceID string) error {
 		c.Config.Labels[runtime.LabelInstance] != instanceID {
 		return gpurent.Errorf(gpurent.CodeConflict,
 			"a container named %s exists on the host but is not managed by gpurent for instance %s",
-			ContainerName(instanceID), instanceID)
+			strings.TrimPrefix(c.Name, "/"), instanceID)
 	}
 	return nil
 }

@@ -33,6 +33,28 @@ const ContainerPrefix = "gpurent-"
 // ContainerName is the container that runs an instance.
 func ContainerName(instanceID string) string { return ContainerPrefix + instanceID }
 
+// ScopedContainerName is the container of an instance in a runtime of
+// that scope with Config.SeparateNames.
+func ScopedContainerName(scope, instanceID string) string {
+	return ContainerName(instanceID) + "." + scope
+}
+
+// name is the container of an instance in this runtime.
+func (r *Runtime) name(instanceID string) string {
+	if r.cfg.Scope != "" && r.cfg.SeparateNames {
+		return ScopedContainerName(r.cfg.Scope, instanceID)
+	}
+	return ContainerName(instanceID)
+}
+
+// volumeName is the name of an instance's volume in this runtime.
+func (r *Runtime) volumeName(v string) string {
+	if v != "" && r.cfg.Scope != "" && r.cfg.SeparateNames {
+		return v + "." + r.cfg.Scope
+	}
+	return v
+}
+
 // Capabilities returns the capabilities an instance keeps after dropping
 // ALL: Docker's default set without NET_RAW (raw sockets: ARP/ICMP spoofing
 // on a shared bridge) and MKNOD (device nodes). Enough for package managers,

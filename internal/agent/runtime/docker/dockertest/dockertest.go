@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,11 +66,14 @@ func Cleanup(t testing.TB, instanceIDs ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
 		for _, id := range instanceIDs {
-			// The runtime names containers gpurent-<instance>; this
-			// package does not import the runtime it helps test.
-			_, err := cli.ContainerRemove(ctx, "gpurent-"+id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			if err != nil && !cerrdefs.IsNotFound(err) {
-				t.Errorf("cleanup: remove container of %s: %v", id, err)
+			// Every container of the instance, in any scope, found by
+			// its label (this package does not import the runtime it
+			// helps test, so it does not know the names).
+			for _, name := range InstanceContainers(t, cli, id) {
+				_, err := cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+				if err != nil && !cerrdefs.IsNotFound(err) {
+					t.Errorf("cleanup: remove container %s of %s: %v", name, id, err)
+				}
 			}
 			vols, err := cli.VolumeList(ctx, client.VolumeListOptions{
 				Filters: make(client.Filters).Add("label", runtime.LabelInstance+"="+id),
@@ -159,4 +164,36 @@ func MustExec(t testing.TB, cli *client.Client, nameOrID string, cmd ...string) 
 // String is for messages.
 func (r ExecResult) String() string {
 	return fmt.Sprintf("exit %d, stdout %q, stderr %q", r.ExitCode, r.Stdout, r.Stderr)
+}
+
+// InstanceContainers names every container (running or not) labelled as
+// the instance's, in any scope, sorted.
+func InstanceContainers(t testing.TB, cli *client.Client, instanceID string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", runtime.LabelInstance+"="+instanceID)})
+	if err != nil {
+		t.Fatalf("list the containers of %s: %v", instanceID, err)
+	}
+	var out []string
+	for _, c := range res.Items {
+		if len(c.Names) > 0 {
+			out = append(out, strings.TrimPrefix(c.Names[0], "/"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// InstanceContainer is the one container of the instance; it fails the
+// test if there is none or more than one.
+func InstanceContainer(t testing.TB, cli *client.Client, instanceID string) string {
+	t.Helper()
+	names := InstanceContainers(t, cli, instanceID)
+	if len(names) != 1 {
+		t.Fatalf("instance %s has containers %v, want exactly one", instanceID, names)
+	}
+	return names[0]
 }

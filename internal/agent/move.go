@@ -21,8 +21,9 @@ type Transfers interface {
 	// Forget withdraws the grant.
 	Forget(operationID string)
 	// Push sends trees to the target m names, a live pass or (final) the
-	// last one with the instance stopped, and returns the bytes it sent.
-	Push(ctx context.Context, m agentproto.Move, trees runtime.Trees, final bool) (int64, error)
+	// last one with the instance stopped, and returns the bytes it sent;
+	// progress, while it runs, is told the bytes sent so far.
+	Push(ctx context.Context, m agentproto.Move, trees runtime.Trees, final bool, progress func(int64)) (int64, error)
 }
 
 // Pauses of a source between live passes, and its backoff after a failed
@@ -192,8 +193,13 @@ func (a *Agent) onePass(ctx context.Context, w *moveWorker, mover runtime.Mover,
 		return err
 	}
 	start := a.now()
-	n, err := a.cfg.Transfers.Push(ctx, m, trees, m.Final)
-	w.update(func(st *agentproto.MoveStatus) { st.Bytes += n })
+	base := w.snapshot().Bytes
+	// The bytes so far go out with every report: a long pass shows it is
+	// alive (the control plane gives up a copy that makes no progress).
+	n, err := a.cfg.Transfers.Push(ctx, m, trees, m.Final, func(sent int64) {
+		w.update(func(st *agentproto.MoveStatus) { st.Bytes = base + sent })
+	})
+	w.update(func(st *agentproto.MoveStatus) { st.Bytes = base + n })
 	if err != nil {
 		return err
 	}

@@ -102,9 +102,9 @@ func (m moves) Forget(op string) { m.recv.Forget(op) }
 
 // Push sends one pass and answers the bytes that crossed the network
 // (both ways, SSH framing included).
-func (m moves) Push(ctx context.Context, mv agentproto.Move, trees agentruntime.Trees, final bool) (int64, error) {
+func (m moves) Push(ctx context.Context, mv agentproto.Move, trees agentruntime.Trees, final bool, progress func(int64)) (int64, error) {
 	st, err := transfer.Push(ctx, transfer.PushRequest{Addr: mv.TargetAddr, HostKey: mv.TargetHostKey,
-		OperationID: mv.OperationID, Token: mv.Token, Trees: trees, Final: final, Logger: m.log})
+		OperationID: mv.OperationID, Token: mv.Token, Trees: trees, Final: final, Logger: m.log, Progress: progress})
 	return st.WireBytes, err
 }
 

@@ -22,7 +22,8 @@ import (
 // the shared Docker Engine: separate hosts as far as a move can tell):
 // host a with 4 H100, host b with 4 A100.
 type moveFleet struct {
-	t      *testing.T
+	t      *testing.T // the test or subtest the helpers fail
+	root   *testing.T // the test the fleet lives as long as
 	cfg    ServerConfig
 	s      *Server
 	alice  *sshUser
@@ -42,7 +43,7 @@ const (
 
 func startMoveFleet(t *testing.T, name string, stall time.Duration) *moveFleet {
 	t.Helper()
-	f := &moveFleet{t: t, image: dockertest.BusyboxImage(t), dir: t.TempDir(), agents: map[string]*Agents{}}
+	f := &moveFleet{t: t, root: t, image: dockertest.BusyboxImage(t), dir: t.TempDir(), agents: map[string]*Agents{}}
 	f.cfg = ServerConfig{DSN: filepath.Join(f.dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-" + name,
 		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 200 * time.Millisecond, OperationsInterval: 200 * time.Millisecond,
 		MoveStallTimeout: stall, SSHListen: "127.0.0.1:0", KeyDir: filepath.Join(f.dir, "keys")}
@@ -91,7 +92,7 @@ func (f *moveFleet) startAgent(role string) {
 		f.t.Fatal(err)
 	}
 	f.agents[role] = as
-	f.t.Cleanup(as.Stop)
+	f.root.Cleanup(as.Stop)
 }
 
 // stopAgent stops host role's agent, as a crash would: its containers stay.

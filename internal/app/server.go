@@ -207,6 +207,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 // Close stops serving (waiting briefly for requests in flight) and closes
 // the store it opened.
 func (s *Server) Close() error {
+	// Background work stops first: nothing (a move's deadline, a billing
+	// pass) acts while the agents cannot report; then long polls answer
+	// at once, so that in-flight requests end quickly.
+	s.stopWatch()
+	<-s.watchExited
+	s.Rental.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.http.Shutdown(ctx)
@@ -219,8 +225,6 @@ func (s *Server) Close() error {
 	if s.gateway != nil {
 		s.gateway.close()
 	}
-	s.stopWatch()
-	<-s.watchExited
 	if cerr := s.closeStore(); err == nil {
 		err = cerr
 	}

@@ -36,6 +36,13 @@ func (s *Service) Watch(ctx context.Context) {
 	})
 }
 
+// Drain makes every long poll answer at once, and later ones not wait:
+// the process is shutting down.
+func (s *Service) Drain() {
+	s.draining.Store(true)
+	s.hub.notifyAll()
+}
+
 // Desired returns the host's desired state, waiting up to PollWait for its
 // generation to pass after. A negative after answers at once.
 func (s *Service) Desired(ctx context.Context, hostID string, after int64) (*agentproto.Desired, error) {
@@ -57,7 +64,7 @@ func (s *Service) Desired(ctx context.Context, hostID string, after int64) (*age
 		if err != nil {
 			return nil, err
 		}
-		if h.Generation > after {
+		if h.Generation > after || s.draining.Load() {
 			return s.desired(ctx, h)
 		}
 		select {

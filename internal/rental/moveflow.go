@@ -453,8 +453,13 @@ func (s *Service) Tick(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// RunOperations calls Tick every interval until ctx ends.
+// RunOperations calls Tick every interval until ctx ends. It first gives
+// the moves in progress their full time again: while the control plane was
+// away it could not see their agents' progress, which is no fault of theirs.
 func (s *Service) RunOperations(ctx context.Context, interval time.Duration) {
+	if err := s.graceAfterStart(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("operations: extending deadlines after the start failed", "err", err)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -637,4 +642,35 @@ func (s *Service) abandon(ctx context.Context, q gpurent.Queries, in *gpurent.In
 		s.hub.notify(op.ToHostID)
 	}
 	return nil
+}
+
+// graceAfterStart moves every unfinished step's deadline to at least its
+// full timeout from now.
+func (s *Service) graceAfterStart(ctx context.Context) error {
+	ops, err := s.store.ListOperations(ctx, gpurent.OperationFilter{ActiveOnly: true})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range ops {
+		if ops[i].StepDeadline.IsZero() {
+			continue
+		}
+		_, err := s.opTx(ctx, ops[i].ID, func(q gpurent.Queries, op *gpurent.Operation, in *gpurent.Instance, now time.Time) (*opChange, error) {
+			timeout := s.cfg.MoveStallTimeout
+			switch op.Step {
+			case gpurent.StepStarting:
+				timeout = s.cfg.MoveStartTimeout
+			case gpurent.StepCleanup, gpurent.StepRollingBack:
+				timeout = s.cfg.MoveCleanupTimeout
+			}
+			if op.StepDeadline.IsZero() || !op.StepDeadline.Before(now.Add(timeout)) {
+				return nil, nil
+			}
+			op.StepDeadline = now.Add(timeout)
+			return &opChange{op: true}, nil
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

@@ -80,6 +80,8 @@ type Service struct {
 	keys  keyLocks
 	// watching is set while Watch relays the store's change feed.
 	watching atomic.Bool
+	// draining is set once the process shuts down (Drain).
+	draining atomic.Bool
 }
 
 // New makes the service.

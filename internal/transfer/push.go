@@ -62,7 +62,14 @@ type PushRequest struct {
 	// Logger receives a line per entry skipped because of an error (nil:
 	// discarded).
 	Logger *slog.Logger
+	// Progress, when set, is told the bytes that crossed the network so
+	// far, about every ProgressInterval while the push runs: a pass of a
+	// large volume shows it is alive long before it ends.
+	Progress func(wireBytes int64)
 }
+
+// ProgressInterval is how often a push reports its progress.
+const ProgressInterval = time.Second
 
 // PushStats is what a push did. After a failure it holds what was done
 // before it.
@@ -112,6 +119,20 @@ func Push(ctx context.Context, req PushRequest) (PushStats, error) {
 	defer stop()
 	defer client.Close()
 	go keepalive(ctx, client, req.Addr, cancel)
+	if req.Progress != nil {
+		go func() {
+			t := time.NewTicker(ProgressInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					req.Progress(counter.n.Load())
+				}
+			}
+		}()
+	}
 
 	type job struct {
 		tree, dir string

@@ -38,7 +38,7 @@ done
 
 // dataDir is the host directory of the instance's volume as a host's
 // runtime mounts it.
-func dataDir(t *testing.T, container string) string {
+func dataDir(t testing.TB, container string) string {
 	t.Helper()
 	ci := dockertest.Inspect(t, dockertest.Client(t), container)
 	for _, m := range ci.Mounts {

@@ -22,8 +22,8 @@ import (
 // the shared Docker Engine: separate hosts as far as a move can tell):
 // host a with 4 H100, host b with 4 A100.
 type moveFleet struct {
-	t      *testing.T // the test or subtest the helpers fail
-	root   *testing.T // the test the fleet lives as long as
+	t      testing.TB // the test or subtest the helpers fail
+	root   testing.TB // the test the fleet lives as long as
 	cfg    ServerConfig
 	s      *Server
 	alice  *sshUser
@@ -41,7 +41,7 @@ const (
 	moveH100 = "h100-80g-sxm"
 )
 
-func startMoveFleet(t *testing.T, name string, stall time.Duration) *moveFleet {
+func startMoveFleet(t testing.TB, name string, stall time.Duration) *moveFleet {
 	t.Helper()
 	f := &moveFleet{t: t, root: t, image: dockertest.BusyboxImage(t), dir: t.TempDir(), agents: map[string]*Agents{}}
 	f.cfg = ServerConfig{DSN: filepath.Join(f.dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-" + name,

@@ -16,3 +16,6 @@ go test -run '^$' -bench EventToBalance -benchtime 300x ./internal/app/
 go test -run '^$' -bench Access -benchtime 20x ./internal/app/
 go test -run '^$' -bench . -benchtime 20x ./internal/access/ ./internal/sshgate/
 go test -run '^$' -bench Sync ./internal/delta/
+go test -run '^$' -bench UpgradeDowntime -benchtime 5x ./internal/agent/runtime/docker/
+GPURENT_BENCH_10G=1 go test -run '^$' -bench BenchmarkMove -benchtime 1x -timeout 30m ./internal/transfer/
+GPURENT_BENCH_10G=1 go test -run '^$' -bench MoveDowntime -benchtime 1x -timeout 30m ./internal/app/

@@ -334,3 +334,60 @@ func TestMoveFaults(t *testing.T) {
 		}
 	})
 }
+
+// TestStartElsewhereAndQueued: a stopped instance whose host is full starts
+// on another host with its files (`start --move`), and, stopped again with
+// that host full too, waits in the queue (`start --queue`) and starts by
+// itself, with a notice, once a GPU there frees up.
+func TestStartElsewhereAndQueued(t *testing.T) {
+	f := startMoveFleet(t, "elsewhere", 0)
+	in := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, in.ID)
+	f.sshRun(in.ID, setupScript)
+	want := f.sshRun(in.ID, fingerprintScript)
+	f.alice.must("stop", in.ID, "--wait")
+	filler := f.alice.instance("rent", "--gpu", moveH100, "--count", "4", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, filler.ID)
+
+	// A third host with H100 joins; the stopped instance's host is full.
+	f.hosts["c"] = DemoHost{Name: f.hosts["a"].Name + "c", Zone: "cd-tianfu-a", TypeID: moveH100, GPUs: 2, GroupSize: 2}
+	f.startAgent("c")
+	eventually(t, "host c's GPUs listed", func() bool { return freeGPUs(t, f.alice.user, moveH100) == 2 })
+	if _, _, err := f.alice.run("", "start", in.ID); err == nil {
+		t.Fatal("a plain start on a full host succeeded")
+	}
+	f.alice.must("start", in.ID, "--move", "--wait")
+	got := f.alice.instance("show", in.ID)
+	if got.State != "running" || got.HostID != f.hostID("c") {
+		t.Fatalf("after start --move: %s on %s, want running on host c", got.State, got.HostName)
+	}
+	if have := f.sshRun(in.ID, fingerprintScript); have != want {
+		t.Fatalf("files after the moved start:\n%s\nvs\n%s", have, want)
+	}
+	f.checkOneAllocation(in.ID)
+
+	// Stopped again; host c fills up; the start waits in the queue.
+	f.alice.must("stop", in.ID, "--wait")
+	other := f.alice.instance("rent", "--gpu", moveH100, "--count", "2", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, other.ID)
+	f.alice.must("start", in.ID, "--queue")
+	if op := f.waitStep(in.ID, "queued"); op.Kind != "start" {
+		t.Fatalf("queued operation %+v", op)
+	}
+	time.Sleep(time.Second) // a few ticks: still waiting
+	if got := f.alice.instance("show", in.ID); got.State != "stopped" {
+		t.Fatalf("started while its host is full: %s", got.State)
+	}
+	f.alice.must("rm", other.ID, "--wait")
+	f.waitStep(in.ID, "done")
+	eventually(t, "the queued instance running", func() bool {
+		return f.alice.instance("show", in.ID).State == "running"
+	})
+	if have := f.sshRun(in.ID, fingerprintScript); have != want {
+		t.Fatalf("files after the queued start:\n%s\nvs\n%s", have, want)
+	}
+	events := f.alice.must("wallet", "alerts")
+	if !strings.Contains(events, "instance_starting") || !strings.Contains(events, in.ID) {
+		t.Fatalf("no notice of the queued start among the account events:\n%s", events)
+	}
+}

@@ -16,7 +16,7 @@ func (a *app) walletAlertsCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "alerts [--webhook URL | --no-webhook]",
-		Short: "Runway alerts (2 h, 30 min, stop) and where they are posted",
+		Short: "Account notices (runway alerts at 2 h, 30 min and the stop; queued starts) and where they are posted",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, asJSON, err := a.connectFor(cmd, &cn)
@@ -41,7 +41,7 @@ func (a *app) walletAlertsCmd() *cobra.Command {
 			fmt.Fprintf(out(cmd), "Webhook: %s\n", orDash(evs.WebhookURL))
 			fmt.Fprintln(out(cmd), "Alerts come at 2 h and 30 min of runway; at 60 s running instances stop (data kept).")
 			if len(evs.Events) == 0 {
-				fmt.Fprintln(out(cmd), "\nNo alerts yet.")
+				fmt.Fprintln(out(cmd), "\nNo notices yet.")
 				return nil
 			}
 			fmt.Fprintln(out(cmd))

@@ -116,6 +116,21 @@ func (c *snapshotCache) load(ctx context.Context) error {
 			out[i].MemFreeMiB -= in.MemoryMiB
 		}
 	}
+	// A move's target holds its resources from the claim: the instance
+	// counts there too until the switch.
+	ops, err := c.store.ListOperations(ctx, gpurent.OperationFilter{ActiveOnly: true})
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		switch op.Step {
+		case gpurent.StepCopying, gpurent.StepFinal, gpurent.StepStarting:
+			if i, ok := byID[op.ToHostID]; ok {
+				out[i].CPUFree -= op.ToCPUMilli
+				out[i].MemFreeMiB -= op.ToMemoryMiB
+			}
+		}
+	}
 	c.hosts, c.byID, c.info, c.types, c.loadedAt = out, byID, info, perGPU, now
 	c.ready, c.lastSeen = ready, lastSeen
 	c.gen++

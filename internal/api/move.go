@@ -67,6 +67,7 @@ func (s *Server) upgradePlanView(ctx context.Context, acc *gpurent.Account, p *r
 		To:              to,
 		SameHost:        p.SameHost,
 		HostID:          p.HostID,
+		HostName:        p.HostName,
 		Available:       p.Available,
 		Reason:          p.Reason,
 		AcademicApplies: toQ.AcademicApplies,

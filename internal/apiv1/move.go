@@ -123,6 +123,7 @@ type UpgradePlan struct {
 	// names the host it would move to.
 	SameHost bool   `json:"same_host"`
 	HostID   string `json:"host_id,omitempty"`
+	HostName string `json:"host_name,omitempty"`
 	// Available is false when no host has the target free now; Reason
 	// says what is missing.
 	Available bool   `json:"available"`

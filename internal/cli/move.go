@@ -226,7 +226,7 @@ func (a *app) printUpgradePlan(w io.Writer, p apiv1.UpgradePlan) error {
 	case p.SameHost:
 		p2.pair("Where", "same host: the container restarts on the new GPUs with its file system")
 	default:
-		p2.pair("Where", "host "+orDash(p.HostID)+": the data is copied while it runs, then a short stop")
+		p2.pair("Where", "host "+orDash(firstNonEmpty(p.HostName, p.HostID))+": the data is copied while it runs, then a short stop")
 	}
 	speed := "- (no GPUs on one side)"
 	if p.SpeedRatio != nil {

@@ -106,14 +106,14 @@ func (s *Service) planUpgrade(ctx context.Context, acc *gpurent.Account, id stri
 	}
 	if in.State != gpurent.StateRunning {
 		// A stopped instance only changes what it starts with.
-		p.SameHost, p.Available, p.HostID = true, true, in.HostID
+		p.SameHost, p.Available, p.HostID, p.HostName = true, true, in.HostID, s.hostName(in.HostID)
 		p.Reason = "the instance is " + string(in.State) + ": it gets the new GPUs when it starts"
 		return p, nil
 	}
 	req := t.request()
 	req.HostID = in.HostID
 	if _, err := s.snap.peek(ctx, req); err == nil {
-		p.SameHost, p.Available, p.HostID = true, true, in.HostID
+		p.SameHost, p.Available, p.HostID, p.HostName = true, true, in.HostID, s.hostName(in.HostID)
 		return p, nil
 	}
 	req.HostID, req.ExcludeHostID, req.ZoneID = "", in.HostID, t.zoneID
@@ -122,7 +122,7 @@ func (s *Service) planUpgrade(ctx context.Context, acc *gpurent.Account, id stri
 		p.Reason = gpurent.ErrorMessage(err)
 		return p, nil
 	}
-	p.Available, p.HostID = true, pl.HostID
+	p.Available, p.HostID, p.HostName = true, pl.HostID, s.hostName(pl.HostID)
 	return p, nil
 }
 

@@ -56,6 +56,7 @@ type UpgradePlan struct {
 	// would move to.
 	SameHost bool
 	HostID   string
+	HostName string
 	// Available is false when no host has the target free now; Reason says
 	// what is missing.
 	Available bool

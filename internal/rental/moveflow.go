@@ -293,6 +293,7 @@ func (s *Service) onReport(ctx context.Context, q gpurent.Queries, op *gpurent.O
 	case gpurent.StepCleanup:
 		if isFrom && (!seen || a.State == agentproto.StateAbsent) {
 			finish(op, gpurent.StepDone, now)
+			op.Message = "the old host removed its copy"
 			return &opChange{op: true}, nil
 		}
 	case gpurent.StepRollingBack:
@@ -342,7 +343,11 @@ func (s *Service) onCopyProgress(op *gpurent.Operation, in *gpurent.Instance, st
 	return ch
 }
 
+// mib says a byte count for people: KiB below a MiB, else MiB.
 func mib(b int64) string {
+	if b < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 }
 

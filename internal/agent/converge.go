@@ -153,16 +153,9 @@ func (a *Agent) ensureRunning(ctx context.Context, di agentproto.DesiredInstance
 		a.clearFailure(di.InstanceID)
 		return time.Time{}
 	}
-	fp := fingerprint(di)
-	a.mu.Lock()
-	f := a.failures[di.InstanceID]
-	a.mu.Unlock()
-	if f != nil && f.fingerprint == fp && a.now().Before(f.retryAt) {
-		return f.retryAt
+	if next, wait := a.backingOff(di); wait {
+		return next
 	}
-	a.mu.Lock()
-	delete(a.removed, di.InstanceID)
-	a.mu.Unlock()
 	got, err := a.cfg.Runtime.Run(ctx, specFor(di))
 	if err == nil {
 		a.clearFailure(di.InstanceID)
@@ -173,6 +166,20 @@ func (a *Agent) ensureRunning(ctx context.Context, di agentproto.DesiredInstance
 		return time.Time{} // shutting down; not the instance's fault
 	}
 	return a.recordFailure(di, err)
+}
+
+// backingOff reports whether the same desired instance failed and is not
+// due again yet (then when it is); otherwise the caller acts on it, and
+// it is no longer counted as removed.
+func (a *Agent) backingOff(di agentproto.DesiredInstance) (time.Time, bool) {
+	fp := fingerprint(di)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f := a.failures[di.InstanceID]; f != nil && f.fingerprint == fp && a.now().Before(f.retryAt) {
+		return f.retryAt, true
+	}
+	delete(a.removed, di.InstanceID)
+	return time.Time{}, false
 }
 
 // recordFailure notes a failed Run (or prepare) of di, reported as failed

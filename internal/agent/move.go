@@ -73,16 +73,9 @@ func (a *Agent) prepareTarget(ctx context.Context, di agentproto.DesiredInstance
 		err = gpurent.Errorf(gpurent.CodeUnavailable, "this agent runs no access server, so it cannot receive a moved instance")
 	}
 	if err == nil {
-		fp := fingerprint(di)
-		a.mu.Lock()
-		f := a.failures[di.InstanceID]
-		a.mu.Unlock()
-		if f != nil && f.fingerprint == fp && a.now().Before(f.retryAt) {
-			return f.retryAt
+		if next, wait := a.backingOff(di); wait {
+			return next
 		}
-		a.mu.Lock()
-		delete(a.removed, di.InstanceID)
-		a.mu.Unlock()
 		var trees runtime.Trees
 		if trees, err = mover.Prepare(ctx, specFor(di)); err == nil {
 			a.clearFailure(di.InstanceID)

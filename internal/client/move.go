@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -126,15 +125,5 @@ func (c *Client) CancelQueuedStart(ctx context.Context, id string) (apiv1.Operat
 // when nothing new was made) with an Idempotency-Key (key, or a random
 // one), once more with the same key after a network error.
 func (c *Client) postAccepted(ctx context.Context, path string, body any, key string, out any) error {
-	if key == "" {
-		key = NewIdempotencyKey()
-	}
-	r := request{method: http.MethodPost, path: path, body: body,
-		header: http.Header{IdempotencyHeader: {key}}, want: []int{http.StatusAccepted, http.StatusOK}}
-	err := c.do(ctx, r, out)
-	var netErr *NetworkError
-	if errors.As(err, &netErr) && ctx.Err() == nil {
-		err = c.do(ctx, r, out)
-	}
-	return err
+	return c.postWithKey(ctx, path, body, key, []int{http.StatusAccepted, http.StatusOK}, out)
 }

@@ -158,11 +158,16 @@ func (c *Client) hostAction(ctx context.Context, id, action string) (apiv1.Host,
 // a random one when empty) and sends it once more with the same key after
 // a network error, so the server acts at most once.
 func (c *Client) postIdempotent(ctx context.Context, path string, body any, key string, out any) error {
+	return c.postWithKey(ctx, path, body, key, []int{http.StatusCreated, http.StatusOK}, out)
+}
+
+// postWithKey is postIdempotent answered by one of the want statuses.
+func (c *Client) postWithKey(ctx context.Context, path string, body any, key string, want []int, out any) error {
 	if key == "" {
 		key = NewIdempotencyKey()
 	}
 	r := request{method: http.MethodPost, path: path, body: body,
-		header: http.Header{IdempotencyHeader: {key}}, want: []int{http.StatusCreated, http.StatusOK}}
+		header: http.Header{IdempotencyHeader: {key}}, want: want}
 	err := c.do(ctx, r, out)
 	var netErr *NetworkError
 	if errors.As(err, &netErr) && ctx.Err() == nil {

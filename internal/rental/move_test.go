@@ -476,3 +476,33 @@ func TestQueuedAndMovedStart(t *testing.T) {
 		}
 	})
 }
+
+// TestOperatorMigrateToHost: an operator moves a running instance to a
+// named host (maintenance); the host must be another and have room.
+func TestOperatorMigrateToHost(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t))
+	ha := e.register("node-a", zoneA, h100, 2)
+	hb := e.register("node-b", zoneA, h100, 2)
+	hc := e.register("node-c", zoneB, h100, 2)
+	for _, h := range []*gpurent.Host{ha, hb, hc} {
+		e.withAccess(h)
+	}
+	in := e.mustRent(e.alice, req(h100, 2)).Instance
+	e.report(in.HostID, running(&in))
+	target := hc
+	if in.HostID == hc.ID {
+		target = hb
+	}
+	_, _, err := e.rent.Migrate(e.ctx, e.op, in.ID, rental.MigrateRequest{HostID: in.HostID})
+	wantCode(t, err, gpurent.CodeInvalid, "migrate to its own host")
+	od, created, err := e.rent.Migrate(e.ctx, e.op, in.ID, rental.MigrateRequest{HostID: target.ID, IdempotencyKey: "maint-1"})
+	if err != nil || !created {
+		t.Fatalf("operator migrate: %v", err)
+	}
+	if od.Operation.ToHostID != target.ID || od.Operation.Kind != gpurent.OpMigrate || od.Operation.ToCount != 2 {
+		t.Fatalf("operation %+v, want a migrate of 2 GPUs to %s", od.Operation, target.Name)
+	}
+	if n := len(heldBy(e.host(target.ID), in.ID)); n != 2 {
+		t.Fatalf("target holds %d GPUs for the instance, want 2", n)
+	}
+}

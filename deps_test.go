@@ -27,6 +27,8 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/metering",
 		"./internal/wallet",
 		"./internal/sshkeys",
+		"./internal/sla",
+		"./internal/health",
 	}
 	forbidden := []string{
 		"database/sql",

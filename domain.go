@@ -136,8 +136,12 @@ type GPU struct {
 	TypeID    string
 	MemoryMiB int64
 	Health    GPUHealth
-	TopoGroup string // NVLink domain / PCIe switch the GPU sits under
-	NUMANode  int
+	// HealthReason says why the GPU has its health (set with it by
+	// SetGPUHealth; "" when none was given). SyncHostGPUs keeps it while
+	// the health stays and clears it when the health changes.
+	HealthReason string
+	TopoGroup    string // NVLink domain / PCIe switch the GPU sits under
+	NUMANode     int
 	// Filled by reads from the open allocation holding the GPU, if any.
 	AllocationID string
 	InstanceID   string
@@ -157,6 +161,15 @@ const (
 	StateDeleting     InstanceState = "deleting"
 	StateDeleted      InstanceState = "deleted"
 	StateFailed       InstanceState = "failed"
+)
+
+// Failover is an instance's choice on a platform fault.
+type Failover string
+
+// Failover choices.
+const (
+	FailoverAuto Failover = "auto"
+	FailoverWait Failover = "wait"
 )
 
 // Plan is how an instance is billed.
@@ -192,9 +205,14 @@ type Instance struct {
 	// rejected. (AccountID, IdempotencyKey) is unique when the key is set.
 	IdempotencyKey string
 	RequestHash    string
-	Version        int64 // optimistic concurrency: bumped by every UpdateInstance
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Failover is what happens when a fault of the platform's takes the
+	// instance's GPUs: FailoverAuto ("" reads as it) moves it to healthy
+	// GPUs of the same type; FailoverWait keeps it where it is and tells
+	// the customer.
+	Failover  Failover
+	Version   int64 // optimistic concurrency: bumped by every UpdateInstance
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Filled by reads from the open allocation, if any.
 	AllocationID string
 	GPUIDs       []string

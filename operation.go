@@ -18,6 +18,10 @@ const (
 	// OpStart starts a stopped instance whose host has no free GPU: on
 	// another host (moved), or, queued, wherever GPUs free up first.
 	OpStart OperationKind = "start"
+	// OpFailover moves an instance off GPUs a platform fault took, to
+	// healthy GPUs of the same type (the same host when the fault is the
+	// GPU's, another when it is the host's).
+	OpFailover OperationKind = "failover"
 )
 
 // OperationStep is where an operation stands. Every step is recorded
@@ -112,5 +116,6 @@ type OperationFilter struct {
 const (
 	AllocEndUpgrade    = "upgrade"     // the old allocation of a finished upgrade
 	AllocEndMigrate    = "migrate"     // the old allocation of a finished move
+	AllocEndFailover   = "failover"    // the old allocation of a finished failover
 	AllocEndRolledBack = "rolled_back" // the target of a failed operation: its runs are not billed
 )

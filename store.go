@@ -82,7 +82,7 @@ type Queries interface {
 	// Instances. CreateInstance is a conflict when (AccountID,
 	// IdempotencyKey) exists (key set). UpdateInstance writes Name, HostID,
 	// State, StateReason, VolumeID, TypeID, GPUCount, CPUMilli, MemoryMiB,
-	// UpdatedAt where Version matches, then
+	// Failover, UpdatedAt where Version matches, then
 	// bumps in.Version; a stale Version is a conflict.
 	CreateInstance(ctx context.Context, in *Instance) error
 	InstanceByID(ctx context.Context, id string) (*Instance, error)
@@ -122,6 +122,24 @@ type Queries interface {
 	UpdateOperation(ctx context.Context, op *Operation) error
 	// SetVolumeHost records that the volume's data now lives on hostID.
 	SetVolumeHost(ctx context.Context, volumeID, hostID string) error
+
+	// GPU health. AddGPUEvents stores events by their id (an id already
+	// stored is skipped) and answers how many were new. SetGPUHealth sets a
+	// GPU's health with the reason (not_found for an unknown GPU).
+	AddGPUEvents(ctx context.Context, evs []GPUEvent) (int, error)
+	ListGPUEvents(ctx context.Context, f GPUEventFilter) ([]GPUEvent, error)
+	SetGPUHealth(ctx context.Context, gpuID string, h GPUHealth, reason string) error
+
+	// Incidents. CreateIncident fills ID, CreatedAt, UpdatedAt when empty.
+	// UpdateIncident writes State, EndedAt, Cause, Class, Attribution,
+	// CreditFen, CreditKey, UpdatedAt (not_found for an unknown id).
+	// ListIncidents is newest first. Entries are oldest first.
+	CreateIncident(ctx context.Context, in *Incident) error
+	IncidentByID(ctx context.Context, id string) (*Incident, error)
+	UpdateIncident(ctx context.Context, in *Incident) error
+	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
+	AddIncidentEntry(ctx context.Context, e *IncidentEntry) error
+	ListIncidentEntries(ctx context.Context, incidentID string) ([]IncidentEntry, error)
 
 	// Events, oldest first.
 	AddEvent(ctx context.Context, e *Event) error

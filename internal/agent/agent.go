@@ -35,6 +35,7 @@ import (
 	"github.com/gpurent/gpurent/internal/agent/runtime"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/gpu"
+	"github.com/gpurent/gpurent/internal/gpu/kmsg"
 )
 
 // Request timeouts. The control plane answers a long poll after about 25 s
@@ -80,6 +81,13 @@ type Config struct {
 	// Transfers, when set, moves instances to and from other hosts (the
 	// runtime must be a runtime.Mover too).
 	Transfers Transfers
+	// HealthInterval is the period of GPU telemetry polls when GPUs is a
+	// gpu.Watcher (default 10 s).
+	HealthInterval time.Duration
+	// KernelLog is where Xids are read from besides the provider's
+	// events: default /dev/kmsg with the NVML provider, none with others;
+	// KernelLogOff turns it off.
+	KernelLog string
 }
 
 // AccessEndpoint is the agent's SSH access server as the control plane
@@ -115,6 +123,7 @@ type Agent struct {
 
 	reportMu sync.Mutex // reports go out one at a time, in order
 	runs     *runJournal
+	health   *healthState
 
 	mu       sync.Mutex
 	desired  *agentproto.Desired
@@ -159,6 +168,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.RetryMin, cfg.RetryMax = durations(cfg.RetryMin, cfg.RetryMax, time.Second, 30*time.Second)
 	cfg.RunRetryMin, cfg.RunRetryMax = durations(cfg.RunRetryMin, cfg.RunRetryMax, 10*time.Second, 5*time.Minute)
+	if cfg.HealthInterval <= 0 {
+		cfg.HealthInterval = defaultHealthInterval
+	}
+	if cfg.KernelLog == "" && cfg.GPUs != nil && cfg.GPUs.Name() == "nvml" {
+		cfg.KernelLog = kmsg.DefaultPath
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, gpurent.WrapError(gpurent.CodeInvalid, err, "agent: create state directory %s", cfg.StateDir)
 	}
@@ -197,6 +212,9 @@ func New(cfg Config) (*Agent, error) {
 		life:     context.Background(),
 	}
 	if a.runs, err = openJournal(cfg.StateDir); err != nil {
+		return nil, gpurent.WrapError(gpurent.CodeInvalid, err, "agent: %v", err)
+	}
+	if a.health, err = openHealth(cfg.StateDir); err != nil {
 		return nil, gpurent.WrapError(gpurent.CodeInvalid, err, "agent: %v", err)
 	}
 	if sc, ok := cfg.Runtime.(runtime.StopClock); ok {
@@ -275,7 +293,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		errMu sync.Mutex
 		first error
 	)
-	for _, loop := range []func(context.Context) error{a.pollLoop, a.convergeLoop, a.heartbeatLoop} {
+	for _, loop := range []func(context.Context) error{a.pollLoop, a.convergeLoop, a.heartbeatLoop, a.healthLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

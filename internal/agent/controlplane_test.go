@@ -40,6 +40,8 @@ type controlPlane struct {
 	refused       int // requests answered while down
 	polling       int // long polls waiting for a change
 	reports       []agentproto.Report
+	// ackHealth makes report answers acknowledge the health events.
+	ackHealth bool
 }
 
 type fakeHost struct {
@@ -233,7 +235,13 @@ func (cp *controlPlane) report(w http.ResponseWriter, r *http.Request) {
 	defer cp.mu.Unlock()
 	cp.reports = append(cp.reports, rep)
 	cp.broadcastLocked()
-	reply(w, agentproto.ReportResponse{Generation: cp.hosts[name].generation})
+	resp := agentproto.ReportResponse{Generation: cp.hosts[name].generation}
+	for _, ev := range rep.Health {
+		if cp.ackHealth {
+			resp.HealthAcked = append(resp.HealthAcked, ev.ID)
+		}
+	}
+	reply(w, resp)
 }
 
 // setDesired replaces the desired instances of host name and bumps its

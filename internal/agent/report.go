@@ -26,6 +26,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-a.health.kick: // a GPU health event: report it now
 		}
 	}
 }
@@ -67,6 +68,9 @@ func (a *Agent) report(ctx context.Context) error {
 				a.log.Error("agent: cannot save the run journal; acknowledged events will be resent", "err", err)
 			}
 		}
+		if err := a.health.ack(resp.HealthAcked); err != nil {
+			a.log.Error("agent: cannot save the health journal; acknowledged events will be resent", "err", err)
+		}
 		if ac := a.cfg.Access; ac != nil && ac.SetGatewayKeys != nil && len(resp.GatewayKeys) > 0 {
 			ac.SetGatewayKeys(resp.GatewayKeys)
 		}
@@ -101,6 +105,8 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 	}
 	rep := agentproto.Report{
 		Runs:      a.runs.pending(maxRunsPerReport),
+		Health:    a.health.pendingEvents(maxHealthPerReport),
+		Samples:   a.health.latestSamples(),
 		ReportID:  gpurent.NewID("rpt"),
 		At:        a.now(),
 		Runtime:   a.cfg.Runtime.Name(),

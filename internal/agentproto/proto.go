@@ -160,6 +160,46 @@ type Report struct {
 	// key (authorized_keys form); empty when the agent runs none.
 	AccessAddr    string `json:"access_addr,omitempty"`
 	AccessHostKey string `json:"access_host_key,omitempty"`
+	// Health are the GPU health events not yet acknowledged, oldest first
+	// (each with the agent's id; a retry resends the same ids); Samples
+	// the latest telemetry of each GPU.
+	Health  []HealthEvent `json:"health,omitempty"`
+	Samples []GPUSample   `json:"samples,omitempty"`
+}
+
+// HealthEvent is one GPU health event (kinds as internal/gpu's Event*,
+// plus the agent's findings from telemetry: throttle, pcie_degraded,
+// nvlink_down, power_limit).
+type HealthEvent struct {
+	ID     string    `json:"id"`
+	UUID   string    `json:"uuid"`
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	Xid    int       `json:"xid,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// GPUSample is a GPU's telemetry as last polled.
+type GPUSample struct {
+	UUID          string    `json:"uuid"`
+	At            time.Time `json:"at"`
+	UtilPercent   int       `json:"util_percent"`
+	MemUsedMiB    int64     `json:"mem_used_mib"`
+	TemperatureC  int       `json:"temperature_c"`
+	PowerW        float64   `json:"power_w"`
+	PowerLimitW   float64   `json:"power_limit_w"`
+	DefaultPowerW float64   `json:"default_power_w"`
+	ThrottleMask  uint64    `json:"throttle_mask"`
+	ECCSingleBit  int64     `json:"ecc_sbe"`
+	ECCDoubleBit  int64     `json:"ecc_dbe"`
+	RemapPending  bool      `json:"remap_pending,omitempty"`
+	RemapFailure  bool      `json:"remap_failure,omitempty"`
+	PCIeGen       int       `json:"pcie_gen"`
+	PCIeWidth     int       `json:"pcie_width"`
+	PCIeMaxGen    int       `json:"pcie_max_gen"`
+	PCIeMaxWidth  int       `json:"pcie_max_width"`
+	NVLinkDown    int       `json:"nvlink_down"`
+	XidTotal      int64     `json:"xid_total"`
 }
 
 // Run event kinds.
@@ -189,4 +229,7 @@ type ReportResponse struct {
 	// GatewayKeys are the public keys (authorized_keys form) of the SSH
 	// gateway: the only clients the agent's access server lets in.
 	GatewayKeys []string `json:"gateway_keys,omitempty"`
+	// HealthAcked are the ids of the report's health events the control
+	// plane has stored: the agent drops them.
+	HealthAcked []string `json:"health_acked,omitempty"`
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
@@ -53,6 +54,9 @@ type env struct {
 	logs    *bytes.Buffer
 	logMu   *sync.Mutex
 	seq     atomic.Int64
+
+	// incidents is the real health service over st.
+	incidents *incident.Service
 }
 
 type envOpts struct {
@@ -78,7 +82,8 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	e.billing = billing.New(billing.Config{Store: st, Logger: log})
 	e.fakePay = wallet.NewFakeProvider("fake", "test-callback-secret", "http://127.0.0.1:1")
 	e.wallet = wallet.New(wallet.Config{Store: st, Logger: log, Providers: []wallet.PaymentProvider{e.fakePay}})
-	e.srv = New(Config{Wallet: e.wallet, Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing,
+	e.incidents = newIncidents(t, st, e.rental, e.wallet, log)
+	e.srv = New(Config{Wallet: e.wallet, Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing, Incidents: e.incidents,
 		Academic: academic.New(academic.Config{Store: st, Logger: log}),
 		Metering: metering.New(metering.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
 	e.h = e.srv.Handler()

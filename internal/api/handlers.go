@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"log/slog"
@@ -402,8 +403,24 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request, host 
 				slog.String("host", host.ID), slog.String("error", err.Error()))
 		}
 	}
+	if s.health != nil {
+		// Acknowledged health events are dropped by the agent; the rest
+		// come again with the next report.
+		acked, err := s.health.Ingest(r.Context(), host, rep)
+		resp.HealthAcked = acked
+		if err != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "health: events not stored; the agent resends them",
+				slog.String("host", host.ID), slog.String("error", err.Error()))
+		}
+	}
 	if s.access != nil && s.access.GatewayKey != nil {
 		resp.GatewayKeys = []string{strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.access.GatewayKey)))}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// HealthIngester takes the health part of an agent's report and answers
+// the event ids it stored (internal/incident).
+type HealthIngester interface {
+	Ingest(ctx context.Context, host *gpurent.Host, rep agentproto.Report) ([]string, error)
 }

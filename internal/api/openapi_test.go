@@ -111,6 +111,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			concrete = "/api/v1/statements/2026-11"
 		case strings.HasPrefix(path, "/api/v1/academic/applications/{id}"):
 			concrete = strings.Replace(path, "{id}", appl.ID, 1)
+		case strings.HasPrefix(path, "/api/v1/gpus/{uuid}"):
+			concrete = strings.Replace(path, "{uuid}", "GPU-gpu-a-01", 1)
 		}
 		if strings.Contains(concrete, "{") {
 			t.Fatalf("no id for %s in this test: add one", path)

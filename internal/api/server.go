@@ -11,6 +11,7 @@ package api
 
 import (
 	"context"
+	"html/template"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -25,8 +26,10 @@ import (
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
+	"github.com/gpurent/gpurent/internal/sla"
 	"github.com/gpurent/gpurent/internal/sshkeys"
 	"github.com/gpurent/gpurent/internal/wallet"
 )
@@ -49,6 +52,16 @@ type Config struct {
 	SSHKeys *sshkeys.Service
 	// Access, when set, says where the SSH gateway and port links are.
 	Access *Access
+	// Incidents serves GPU health, incidents, GPU cordon and repair, the
+	// RMA list and fault injection; nil answers those routes unavailable.
+	Incidents incident.API
+	// Health takes the GPU health events and telemetry of agents' reports
+	// (the incident service); nil drops them unacknowledged.
+	Health HealthIngester
+	// SLA are the terms published on /sla and /api/v1/sla: pass the very
+	// value the incident service credits by. The zero Terms publish
+	// sla.DefaultTerms.
+	SLA sla.Terms
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -78,6 +91,13 @@ type Server struct {
 	reg      *prometheus.Registry
 	version  string
 	now      func() time.Time
+
+	// incidents may be nil (see Config.Incidents); sla are the published
+	// terms and slaPage their page's template.
+	incidents incident.API
+	health    HealthIngester
+	sla       sla.Terms
+	slaPage   *template.Template
 
 	routes  []route
 	mux     *http.ServeMux
@@ -112,6 +132,8 @@ func New(cfg Config) *Server {
 		version:  cfg.Version,
 		now:      cfg.Now,
 	}
+	s.incidents, s.sla, s.slaPage = cfg.Incidents, termsOrDefault(cfg.SLA), newSLAPage()
+	s.health = cfg.Health
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -201,6 +223,17 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/access-sessions", s.user(s.handleAccessSessions)},
 		{"POST", "/api/v1/instances/{id}/plan", s.user(s.handleChangePlan)},
 		{"DELETE", "/api/v1/instances/{id}", s.user(s.handleDeleteInstance)},
+
+		{"GET", "/api/v1/instances/{id}/incidents", s.user(s.handleInstanceIncidents)},
+		{"GET", "/api/v1/incidents", s.user(s.handleAccountIncidents)},
+		{"PUT", "/api/v1/instances/{id}/failover", s.user(s.handleSetFailover)},
+		{"GET", "/api/v1/gpus/health", s.operator(s.handleFleetHealth)},
+		{"POST", "/api/v1/gpus/{uuid}/cordon", s.operator(s.handleCordonGPU)},
+		{"POST", "/api/v1/gpus/{uuid}/repair", s.operator(s.handleRepairGPU)},
+		{"GET", "/api/v1/rma", s.operator(s.handleRMAList)},
+		{"POST", "/api/v1/faults", s.operator(s.handleInjectFault)},
+		{"GET", "/api/v1/sla", s.handleSLATerms},
+		{"GET", "/sla", s.handleSLAPage},
 
 		{"GET", "/api/v1/hosts", s.operator(s.handleListHosts)},
 		{"POST", "/api/v1/hosts/{id}/cordon", s.operator(s.handleHostState(gpurent.HostCordoned))},

@@ -100,6 +100,7 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 					return err
 				}
 				defer as.Stop()
+				s.Incidents.SetInjector(as) // `gpurent fault inject` reaches the fake GPUs
 				rt := as.Runtime
 				if rt == "process" {
 					why := "no Docker Engine reachable"

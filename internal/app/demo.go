@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/process"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
+	"github.com/gpurent/gpurent/internal/incident"
 )
 
 // Demo logins, printed at start. The demo listens on loopback by default.
@@ -105,9 +108,11 @@ type AgentsConfig struct {
 	Catalog   catalog.Catalog
 	Runtime   RuntimeChoice
 	Logger    *slog.Logger
-	// HeartbeatInterval and RetryMax (0: the agent's defaults).
+	// HeartbeatInterval, RetryMax and HealthInterval (GPU telemetry
+	// polls) (0: the agent's defaults).
 	HeartbeatInterval time.Duration
 	RetryMax          time.Duration
+	HealthInterval    time.Duration
 	// NoAccess runs no SSH access servers (with Docker, each agent runs one
 	// on a free loopback port, for the control plane's gateway).
 	NoAccess bool
@@ -119,6 +124,47 @@ type Agents struct {
 	Runtime string
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	fakes   []*fake.Provider
+}
+
+// Inject puts a fault into the fake GPU with the fault's UUID (the demo's
+// and the tests' fault injection; incident.Injector).
+func (a *Agents) Inject(ctx context.Context, f incident.Fault) error {
+	for _, p := range a.fakes {
+		devs, err := p.Devices(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(devs, func(d gpu.Device) bool { return d.UUID == f.UUID }) {
+			continue
+		}
+		switch f.Kind {
+		case "", gpu.EventXid:
+			if f.Xid <= 0 {
+				return gpurent.Errorf(gpurent.CodeInvalid, "an Xid fault needs an Xid number")
+			}
+			p.InjectXid(f.UUID, f.Xid, f.Detail)
+		case gpu.EventECCDoubleBit:
+			p.InjectECC(f.UUID, true)
+		case gpu.EventECCSingleBit:
+			p.InjectECC(f.UUID, false)
+		case gpu.EventGPULost:
+			p.Lose(f.UUID)
+		case gpu.EventRecoveryAction:
+			p.InjectRecoveryAction(f.UUID, f.Detail)
+		case gpu.EventRemapFailure:
+			p.InjectRemapFailure(f.UUID)
+		case "throttle":
+			p.SetSample(f.UUID, func(s *gpu.Sample) {
+				s.ThrottleMask |= gpu.ThrottleHWSlowdown
+				s.UtilPercent = 95
+			})
+		default:
+			return gpurent.Errorf(gpurent.CodeInvalid, "unknown fault kind %q (xid, ecc_dbe, ecc_sbe, gpu_lost, recovery_action, remap_failure, throttle)", f.Kind)
+		}
+		return nil
+	}
+	return gpurent.Errorf(gpurent.CodeNotFound, "no demo host has GPU %q", f.UUID)
 }
 
 // Stop ends the agents. Their instances keep running, as with real agents.
@@ -184,18 +230,21 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 				return nil, err
 			}
 		}
+		fp := fake.New(fake.Config{Host: h.Name, TypeID: t.ID, Name: t.Name, Count: h.GPUs,
+			MemoryMiB: int64(t.MemoryGB) * 1024, GroupSize: h.GroupSize, NUMANodes: 2})
+		as.fakes = append(as.fakes, fp)
 		a, err := agent.New(agent.Config{
 			Access:    ep,
 			Transfers: moves,
 			ServerURL: cfg.ServerURL, JoinToken: cfg.JoinToken, Name: h.Name, Zone: h.Zone,
 			StateDir: dir, Runtime: rt,
-			GPUs: fake.New(fake.Config{Host: h.Name, TypeID: t.ID, Name: t.Name, Count: h.GPUs,
-				MemoryMiB: int64(t.MemoryGB) * 1024, GroupSize: h.GroupSize, NUMANodes: 2}),
+			GPUs:              fp,
 			CPUMilli:          t.CPUMilliPerGPU*int64(h.GPUs) + 16000,
 			MemoryMiB:         t.MemoryMiBPerGPU*int64(h.GPUs) + 64*1024,
 			DiskGiB:           7680,
 			Logger:            log.With("host", h.Name),
 			HeartbeatInterval: cfg.HeartbeatInterval,
+			HealthInterval:    cfg.HealthInterval,
 			RetryMax:          cfg.RetryMax,
 			Version:           Version,
 		})

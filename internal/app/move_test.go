@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,10 +45,26 @@ const (
 
 func startMoveFleet(t testing.TB, name string, stall time.Duration) *moveFleet {
 	t.Helper()
+	return startFleetOf(t, name, fleetOptions{stall: stall, typeA: moveH100, typeB: moveA100})
+}
+
+// fleetOptions shape a two-host fleet.
+type fleetOptions struct {
+	stall, hostDown time.Duration
+	typeA, typeB    string
+	gpus            int // per host (0: 4)
+}
+
+func startFleetOf(t testing.TB, name string, o fleetOptions) *moveFleet {
+	t.Helper()
+	stall := o.stall
+	if o.gpus == 0 {
+		o.gpus = 4
+	}
 	f := &moveFleet{t: t, root: t, image: dockertest.BusyboxImage(t), dir: t.TempDir(), agents: map[string]*Agents{}}
 	f.cfg = ServerConfig{DSN: filepath.Join(f.dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-" + name,
 		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 200 * time.Millisecond, OperationsInterval: 200 * time.Millisecond,
-		MoveStallTimeout: stall, SSHListen: "127.0.0.1:0", KeyDir: filepath.Join(f.dir, "keys")}
+		MoveStallTimeout: stall, HostDownAfter: o.hostDown, Logger: testLogger(), SSHListen: "127.0.0.1:0", KeyDir: filepath.Join(f.dir, "keys")}
 	s, err := StartServer(context.Background(), f.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +77,8 @@ func startMoveFleet(t testing.TB, name string, stall time.Duration) *moveFleet {
 	}
 	scope := name + "-" + strings.ToLower(dockertest.NewInstanceID()[2:8])
 	f.hosts = map[string]DemoHost{
-		"a": {Name: scope + "-a", Zone: "cd-tianfu-a", TypeID: moveH100, GPUs: 4, GroupSize: 4},
-		"b": {Name: scope + "-b", Zone: "cd-tianfu-a", TypeID: moveA100, GPUs: 4, GroupSize: 4},
+		"a": {Name: scope + "-a", Zone: "cd-tianfu-a", TypeID: o.typeA, GPUs: o.gpus, GroupSize: 2},
+		"b": {Name: scope + "-b", Zone: "cd-tianfu-a", TypeID: o.typeB, GPUs: o.gpus, GroupSize: 2},
 	}
 	f.startAgent("a")
 	f.startAgent("b")
@@ -77,7 +95,10 @@ func startMoveFleet(t testing.TB, name string, stall time.Duration) *moveFleet {
 	}
 	f.alice = newSSHUser(t, &dockerFleet{s: s, u: u}, "")
 	eventually(t, "both hosts' GPUs listed", func() bool {
-		return freeGPUs(t, u, moveH100) == 4 && freeGPUs(t, u, moveA100) == 4
+		if o.typeA == o.typeB {
+			return freeGPUs(t, u, o.typeA) == 2*o.gpus
+		}
+		return freeGPUs(t, u, o.typeA) == o.gpus && freeGPUs(t, u, o.typeB) == o.gpus
 	})
 	return f
 }
@@ -87,7 +108,8 @@ func (f *moveFleet) startAgent(role string) {
 	f.t.Helper()
 	as, err := StartAgents(context.Background(), AgentsConfig{ServerURL: f.s.URL, JoinToken: f.cfg.JoinToken,
 		DataDir: filepath.Join(f.dir, "agents"), Hosts: []DemoHost{f.hosts[role]}, Catalog: f.cat, Runtime: RuntimeDocker,
-		HeartbeatInterval: 300 * time.Millisecond, RetryMax: time.Second})
+		HeartbeatInterval: 300 * time.Millisecond, RetryMax: time.Second, HealthInterval: 200 * time.Millisecond,
+		Logger: testLogger()})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -292,4 +314,13 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 	if !slices.Equal(shapes, wantShapes) {
 		t.Fatalf("runs %v, want %v", shapes, wantShapes)
 	}
+}
+
+// testLogger logs to stderr when GPURENT_TEST_LOG is set (debugging a
+// fleet test), else nowhere.
+func testLogger() *slog.Logger {
+	if os.Getenv("GPURENT_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
 }

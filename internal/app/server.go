@@ -19,6 +19,7 @@ import (
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/sshkeys"
@@ -68,6 +69,9 @@ type ServerConfig struct {
 	// MoveStallTimeout and MoveStartTimeout bound a move's copy without
 	// progress and its target's start (0: 2 min and 5 min).
 	MoveStallTimeout, MoveStartTimeout time.Duration
+	// HostDownAfter is how long an agent may be silent before its
+	// instances get host-down incidents (0: 60 s).
+	HostDownAfter time.Duration
 }
 
 // Server is a running control plane.
@@ -81,6 +85,8 @@ type Server struct {
 	Wallet   *wallet.Service
 	Metering *metering.Service
 	SSHKeys  *sshkeys.Service
+	// Incidents watches GPU health, fails instances over and posts SLA credits.
+	Incidents *incident.Service
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 	// SSHAddr is where customers reach the SSH gateway ("" when off).
@@ -150,22 +156,31 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			}
 		}})
 	s.SSHKeys = sshkeys.New(s.Store, cfg.Now)
+	var err error
+	if s.Incidents, err = newIncidents(cfg, s); err != nil {
+		s.closeStore()
+		return nil, err
+	}
 	var access *api.Access
 	if cfg.SSHListen != "" {
 		if cfg.KeyDir == "" {
 			s.closeStore()
 			return nil, errors.New("the SSH gateway needs a key directory (ServerConfig.KeyDir)")
 		}
-		var err error
 		if s.gateway, access, err = startGateway(cfg, s.Store, s.SSHKeys); err != nil {
 			s.closeStore()
 			return nil, err
 		}
 		s.SSHAddr = access.SSHAddr
 	}
+	registry := prometheus.NewRegistry()
+	if err := registry.Register(s.Incidents.Collector()); err != nil {
+		s.closeStore()
+		return nil, err
+	}
 	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
-		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access,
-		Logger: cfg.Logger, Registry: prometheus.NewRegistry(), Version: Version, Now: cfg.Now})
+		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access, Incidents: s.Incidents, Health: s.Incidents,
+		SLA: s.Incidents.Terms(), Logger: cfg.Logger, Registry: registry, Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		if s.gateway != nil {
@@ -190,6 +205,12 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.Rental.RunOperations(watchCtx, cfg.OperationsInterval)
 		}()
 		defer func() { <-ops }()
+		incidents := make(chan struct{})
+		go func() {
+			defer close(incidents)
+			s.Incidents.Run(watchCtx, cfg.OperationsInterval)
+		}()
+		defer func() { <-incidents }()
 		s.Rental.Watch(watchCtx)
 		<-done
 	}()

@@ -11,15 +11,21 @@ import (
 )
 
 func (a *app) gpusCmd() *cobra.Command {
-	var cn conn
+	var (
+		cn     conn
+		health bool
+	)
 	cmd := &cobra.Command{
-		Use:   "gpus",
-		Short: "List GPU types: spec, availability and list prices",
+		Use:   "gpus [--health]",
+		Short: "List GPU types: spec, availability and list prices; --health: every GPU's health (operators)",
 		Args:  argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
+			}
+			if health {
+				return a.runGPUHealth(cmd, c, asJSON)
 			}
 			list, err := c.GPUTypes(cmd.Context())
 			if err != nil {
@@ -31,6 +37,7 @@ func (a *app) gpusCmd() *cobra.Command {
 			return printGPUTypes(cmd, list.GPUTypes)
 		},
 	}
+	cmd.Flags().BoolVar(&health, "health", false, "operators: every GPU's state, last Xid, ECC counts, open incidents and RMA mark")
 	cn.addFlags(cmd, true)
 	return cmd
 }

@@ -1,7 +1,8 @@
 // Package cli is the gpurent command line: the client commands (login, gpus,
-// rent, ls, show, stop, start, rm, upgrade, migrate, hosts, ...) built with cobra on top of
-// internal/client. It stays thin: it resolves the server and token, calls
-// the API, and prints the answer as a table or as the API's JSON.
+// rent, ls, show, stop, start, rm, upgrade, migrate, incidents, failover, sla,
+// hosts, gpu, rma, ...) built with cobra on top of internal/client. It
+// stays thin: it resolves the server and token, calls the API, and prints
+// the answer as a table or as the API's JSON.
 //
 // Everything the commands touch outside themselves comes from an Env value
 // (configuration directory, environment, HTTP client, clock) and from the
@@ -117,8 +118,10 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 	}
 	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd(), a.academicCmd(), a.walletCmd(), a.voucherCmd(), a.sshKeyCmd())
 	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
-		a.stopCmd(), a.startCmd(), a.rmCmd(), a.upgradeCmd(), a.migrateCmd(), a.operationsCmd(), a.queueCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd())
-	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd())
+		a.stopCmd(), a.startCmd(), a.rmCmd(), a.upgradeCmd(), a.migrateCmd(), a.operationsCmd(), a.queueCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd(),
+		a.incidentsCmd(), a.failoverCmd(), a.slaCmd())
+	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd(),
+		a.gpuCmd(), a.rmaCmd(), a.faultCmd())
 	root.AddCommand(extra...)
 	return root
 }

@@ -4,7 +4,10 @@
 // NVML (internal/gpu/nvml, build tag "nvml", cgo) for real hosts.
 package gpu
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Device is one GPU as discovered on the host.
 type Device struct {
@@ -24,4 +27,64 @@ type Provider interface {
 	Name() string
 	Devices(ctx context.Context) ([]Device, error)
 	Close() error
+}
+
+// Health event kinds a Watcher reports.
+const (
+	EventXid            = "xid"             // an Xid from the driver (NVML event or the kernel log)
+	EventECCDoubleBit   = "ecc_dbe"         // an uncorrectable ECC error
+	EventECCSingleBit   = "ecc_sbe"         // corrected ECC errors (a count)
+	EventGPULost        = "gpu_lost"        // the GPU stopped answering ("GPU is lost", fell off the bus)
+	EventRecoveryAction = "recovery_action" // the driver asks for a reset, a drain, or a node reboot
+	EventRemapFailure   = "remap_failure"   // row remapping failed: the memory cannot be repaired
+)
+
+// Event is one health event of a GPU.
+type Event struct {
+	UUID   string
+	At     time.Time
+	Kind   string // one of the Event* kinds
+	Xid    int    // for EventXid
+	Detail string // the driver's text, the recovery action ("None", "Reset", "Drain and Reset", "Node Reboot Required"), a count
+}
+
+// Sample is one poll of a GPU's telemetry.
+type Sample struct {
+	UUID           string
+	At             time.Time
+	UtilPercent    int   // GPU utilisation
+	MemUsedMiB     int64 // frame buffer used
+	TemperatureC   int
+	PowerW         float64
+	PowerLimitW    float64 // enforced limit
+	DefaultPowerW  float64 // the board's default limit
+	ThrottleMask   uint64  // NVML clocks-event reasons (ThrottleHWSlowdown, ...)
+	ECCSingleBit   int64   // volatile corrected errors since the driver loaded
+	ECCDoubleBit   int64   // volatile uncorrectable errors since the driver loaded
+	RemapPending   bool    // remapped rows waiting for a reset
+	RemapFailure   bool    // a row remapping failed
+	PCIeGen        int     // current link
+	PCIeWidth      int
+	PCIeMaxGen     int // what the link can do
+	PCIeMaxWidth   int
+	NVLinkDown     int // NVLink links down that the board has
+	XidErrorsTotal int64
+}
+
+// Throttle reasons of Sample.ThrottleMask that mean the hardware slowed the
+// GPU down (NVML's clocks-event reasons of the same names).
+const (
+	ThrottleSWPowerCap     uint64 = 0x4
+	ThrottleHWSlowdown     uint64 = 0x8
+	ThrottleSWThermal      uint64 = 0x20
+	ThrottleHWThermal      uint64 = 0x40
+	ThrottleHWPowerBrake   uint64 = 0x80
+	ThrottleHardwareCauses        = ThrottleHWSlowdown | ThrottleHWThermal | ThrottleHWPowerBrake
+)
+
+// Watcher is a Provider that watches its GPUs' health: Events delivers
+// events as they happen until ctx ends; Samples polls telemetry now.
+type Watcher interface {
+	Events(ctx context.Context) (<-chan Event, error)
+	Samples(ctx context.Context) ([]Sample, error)
 }

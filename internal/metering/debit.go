@@ -63,7 +63,7 @@ type runDebit struct {
 func (s *Service) billRuns(ctx context.Context, b *rating.Book, runs []gpurent.UsageRun, now time.Time) (Debits, error) {
 	var out Debits
 	look := lookups{instances: map[string]*gpurent.Instance{}, spans: map[string][]planSpan{}, accounts: map[string]*gpurent.Account{},
-		void: map[string]bool{}}
+		void: map[string]bool{}, down: map[string][][2]time.Time{}}
 	byAccount := map[string][]runDebit{}
 	var order []string // accounts in the order their first run came
 	var stop error
@@ -100,6 +100,7 @@ type lookups struct {
 	spans     map[string][]planSpan
 	accounts  map[string]*gpurent.Account
 	void      map[string]bool // by allocation: a failed move's target
+	down      map[string][][2]time.Time
 }
 
 // owed rates one run: ok false when it owes nothing now.
@@ -115,6 +116,9 @@ func (s *Service) owed(ctx context.Context, b *rating.Book, look *lookups, run g
 			return runDebit{}, false, err
 		}
 		look.instances[in.ID], look.spans[in.ID] = in, spans
+		if look.down[in.ID], err = s.hostDowntime(ctx, in.ID); err != nil {
+			return runDebit{}, false, err
+		}
 	}
 	acc := look.accounts[run.AccountID]
 	if acc == nil {
@@ -146,7 +150,7 @@ func (s *Service) owed(ctx context.Context, b *rating.Book, look *lookups, run g
 		// priced second by second. Wait until that is known.
 		return runDebit{}, false, nil
 	}
-	lines, err := rateRun(b, run, acc, end, look.spans[in.ID])
+	lines, err := rateRun(b, run, acc, end, look.spans[in.ID], look.down[in.ID])
 	if err != nil {
 		return runDebit{}, false, err
 	}
@@ -215,15 +219,20 @@ func (s *Service) postDebits(ctx context.Context, list []runDebit, now time.Time
 // rateRun rates the parts of a run from its start to end, in whole
 // seconds, that fall under the hourly plan (spans: the instance's plan
 // history; package time is prepaid), at academic prices when the account
-// was verified at its start. The 60-second minimum applies to a power-on
-// wholly under the hourly plan.
-func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end time.Time, spans []planSpan) ([]rating.Line, error) {
+// was verified at its start. Time a fault of the platform's took (down:
+// host-attributed incidents of the instance) is left out. The 60-second
+// minimum applies to a power-on wholly under the hourly plan and untouched
+// by an incident.
+func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end time.Time, spans []planSpan, down [][2]time.Time) ([]rating.Line, error) {
 	start := run.StartedAt.Truncate(time.Second)
 	end = end.Truncate(time.Second)
 	if end.Before(start) {
 		end = start
 	}
 	pieces, whole := hourlyPieces(spans, start, end)
+	if cut := subtract(pieces, down); len(cut) != len(pieces) || !samePieces(cut, pieces) {
+		pieces, whole = cut, false
+	}
 	var segs []rating.Segment
 	var err error
 	if whole {
@@ -269,4 +278,59 @@ func (s *Service) voided(ctx context.Context, cache map[string]bool, allocationI
 	v := a.EndedAt != nil && a.EndReason == gpurent.AllocEndRolledBack
 	cache[allocationID] = v
 	return v, nil
+}
+
+// hostDowntime is when faults of the platform's took the instance: its
+// host-attributed incidents, to the second (an open one up to now).
+func (s *Service) hostDowntime(ctx context.Context, instanceID string) ([][2]time.Time, error) {
+	incs, err := s.cfg.Store.ListIncidents(ctx, gpurent.IncidentFilter{InstanceID: instanceID})
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]time.Time
+	for _, in := range incs {
+		if in.Attribution != gpurent.AttrHost {
+			continue
+		}
+		to := s.cfg.Now().UTC()
+		if in.EndedAt != nil {
+			to = *in.EndedAt
+		}
+		from := in.StartedAt.Truncate(time.Second)
+		if to = to.Truncate(time.Second).Add(time.Second); to.After(from) {
+			out = append(out, [2]time.Time{from, to})
+		}
+	}
+	return out, nil
+}
+
+// subtract cuts the down intervals out of pieces (both half-open).
+func subtract(pieces, down [][2]time.Time) [][2]time.Time {
+	out := pieces
+	for _, d := range down {
+		var next [][2]time.Time
+		for _, p := range out {
+			if !d[0].Before(p[1]) || !d[1].After(p[0]) {
+				next = append(next, p)
+				continue
+			}
+			if p[0].Before(d[0]) {
+				next = append(next, [2]time.Time{p[0], d[0]})
+			}
+			if d[1].Before(p[1]) {
+				next = append(next, [2]time.Time{d[1], p[1]})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func samePieces(a, b [][2]time.Time) bool {
+	for i := range a {
+		if !a[i][0].Equal(b[i][0]) || !a[i][1].Equal(b[i][1]) {
+			return false
+		}
+	}
+	return true
 }

@@ -139,6 +139,7 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 	names := map[string]*gpurent.Instance{}
 	plans := map[string][]planSpan{}
 	void := map[string]bool{}
+	down := map[string][][2]time.Time{}
 	for _, run := range runs {
 		end := run.LastSeenAt
 		if run.EndedAt != nil {
@@ -165,7 +166,12 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		} else if void {
 			continue
 		}
-		rated, err := rateRun(b, run, acc, end, plans[in.ID])
+		if _, ok := down[in.ID]; !ok {
+			if down[in.ID], err = s.hostDowntime(ctx, in.ID); err != nil {
+				return nil, err
+			}
+		}
+		rated, err := rateRun(b, run, acc, end, plans[in.ID], down[in.ID])
 		if err != nil {
 			return nil, err
 		}

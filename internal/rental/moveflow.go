@@ -358,8 +358,11 @@ func mib(b int64) string {
 func (s *Service) commit(ctx context.Context, q gpurent.Queries, op *gpurent.Operation, in *gpurent.Instance, now time.Time) (*opChange, error) {
 	if op.FromAllocationID != "" {
 		reason := gpurent.AllocEndMigrate
-		if op.Kind == gpurent.OpUpgrade {
+		switch op.Kind {
+		case gpurent.OpUpgrade:
 			reason = gpurent.AllocEndUpgrade
+		case gpurent.OpFailover:
+			reason = gpurent.AllocEndFailover
 		}
 		if err := q.EndAllocation(ctx, op.FromAllocationID, now, reason); err != nil {
 			return nil, err
@@ -386,6 +389,8 @@ func (s *Service) commit(ctx context.Context, q gpurent.Queries, op *gpurent.Ope
 		ch.events = append(ch.events, newEvent(in.ID, now, "upgraded",
 			"now running on %s on host %s (was %s on host %s): billed at the new price from the new container's start; the old GPUs are released (operation %s)",
 			describeShape(op.ToTypeID, op.ToCount), s.hostName(op.ToHostID), from, s.hostName(fromHost), op.ID))
+	case gpurent.OpFailover:
+		ch.events = append(ch.events, s.failoverEvent(in, op, fromHost, now))
 	case gpurent.OpMigrate:
 		ch.events = append(ch.events, newEvent(in.ID, now, "migrated",
 			"now running on host %s (was host %s), same volume and file system (operation %s)", s.hostName(op.ToHostID), s.hostName(fromHost), op.ID))

@@ -408,3 +408,26 @@ func uintString(u uint64) string {
 	}
 	return string(b[i:])
 }
+
+// GrantSLA posts an SLA credit (the system acting: the incident service):
+// a credit lot of fen that expires at expires, burnt before promo credit
+// and cash. key makes it idempotent: the same key and amount again is a
+// no-op (dup true).
+func (s *Service) GrantSLA(ctx context.Context, accountID string, fen int64, key string, at, expires time.Time, note string) (bool, error) {
+	if err := checkAmount(fen, 1); err != nil {
+		return false, err
+	}
+	if !expires.After(at) {
+		return false, gpurent.Errorf(gpurent.CodeInvalid, "an SLA credit must expire after it is granted")
+	}
+	tx := &gpurent.LedgerTx{Op: string(ledger.OpGrant), Key: key, Customer: accountID, At: at.UTC(), AmountFen: fen,
+		Credit: string(ledger.KindSLA), ExpiresAt: expires.UTC(), Note: note}
+	dup, err := s.store.PostLedger(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	if !dup {
+		s.log.Info("SLA credit", "account", accountID, "amount_fen", fen, "key", key, "expires", expires)
+	}
+	return dup, nil
+}

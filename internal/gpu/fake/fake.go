@@ -4,6 +4,11 @@
 // deterministically from the host name and the device index, and can be
 // replaced at any time to script faults (a GPU falling off the bus, a
 // provider that stops answering).
+//
+// It is also a gpu.Watcher: InjectXid, InjectECC, Lose,
+// InjectRecoveryAction and InjectRemapFailure script health events, and
+// SetSample scripts telemetry (healthy idle figures of the device's type
+// until then).
 package fake
 
 import (
@@ -12,6 +17,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/gpu"
@@ -30,21 +36,28 @@ type Config struct {
 	// NUMANodes splits the GPUs into this many contiguous NUMA nodes; 0 or 1
 	// puts all on node 0.
 	NUMANodes int
+	// Now stamps events and samples (default time.Now).
+	Now func() time.Time
 }
 
 // Provider is the fake provider. It is safe for concurrent use.
 type Provider struct {
-	mu      sync.Mutex
-	devices []gpu.Device
-	err     error
-	closed  bool
+	clock func() time.Time
+
+	mu        sync.Mutex
+	devices   []gpu.Device
+	err       error
+	closed    bool
+	telemetry map[string]*gpu.Sample // by UUID, from the first use on
+	subs      []*subscriber
+	done      chan struct{} // closed by Close: ends every Events channel
 }
 
 var _ gpu.Provider = (*Provider)(nil)
 
 // New builds a provider whose devices follow cfg.
 func New(cfg Config) *Provider {
-	return &Provider{devices: Devices(cfg)}
+	return &Provider{devices: Devices(cfg), clock: cfg.Now}
 }
 
 // Devices returns the devices cfg describes, without making a provider. It
@@ -123,10 +136,14 @@ func (p *Provider) SetError(err error) {
 	p.err = err
 }
 
-// Close marks the provider closed; Devices fails afterwards.
+// Close marks the provider closed: Devices, Samples and Events fail
+// afterwards and every Events channel is closed.
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.closed && p.done != nil {
+		close(p.done)
+	}
 	p.closed = true
 	return nil
 }

@@ -23,6 +23,9 @@ type Provider struct {
 
 	mu     sync.RWMutex // readers call NVML; Close takes it to shut down
 	closed bool
+
+	xidMu sync.Mutex
+	xids  map[string]int64 // Xid events delivered, by UUID
 }
 
 var _ gpu.Provider = (*Provider)(nil)

@@ -76,6 +76,22 @@ func child() {
 				fmt.Printf("  %+v\n", d)
 			}
 		}
+		if samples, err := p.Samples(context.Background()); err != nil {
+			fmt.Printf("SAMPLES FAILED %v\n", err)
+		} else {
+			for _, s := range samples {
+				fmt.Printf("  SAMPLE %+v\n", s)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if events, err := p.Events(ctx); err != nil {
+			fmt.Printf("EVENTS FAILED %v\n", err)
+		} else {
+			cancel()
+			for range events {
+			}
+		}
+		cancel()
 		if err := p.Close(); err != nil {
 			fmt.Printf("CLOSE FAILED %v\n", err)
 		}

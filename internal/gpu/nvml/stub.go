@@ -32,3 +32,15 @@ func (*Provider) Devices(context.Context) ([]gpu.Device, error) {
 
 // Close does nothing.
 func (*Provider) Close() error { return nil }
+
+var _ gpu.Watcher = (*Provider)(nil)
+
+// Events fails: there is no NVML in this build.
+func (*Provider) Events(context.Context) (<-chan gpu.Event, error) {
+	return nil, gpurent.Errorf(gpurent.CodeUnavailable, notBuilt)
+}
+
+// Samples fails: there is no NVML in this build.
+func (*Provider) Samples(context.Context) ([]gpu.Sample, error) {
+	return nil, gpurent.Errorf(gpurent.CodeUnavailable, notBuilt)
+}

@@ -60,7 +60,8 @@ RETURNING id, state, generation, last_seen_at, registered_at`,
 	return nil
 }
 
-const gpuCols = `g.id, g.host_id, g.gpu_index, g.type_id, g.memory_mib, g.health, g.topo_group, g.numa_node`
+const gpuCols = `g.id, g.host_id, g.gpu_index, g.type_id, g.memory_mib, g.health, g.health_reason, g.topo_group,
+g.numa_node`
 
 // gpuHolderJoin adds, to gpus g, the open allocation holding each GPU.
 const gpuHolderJoin = ` FROM gpus g
@@ -71,8 +72,8 @@ func scanGPU(r rowScanner) (gpurent.GPU, error) {
 	var g gpurent.GPU
 	var health string
 	var allocID, instID sql.NullString
-	err := r.Scan(&g.ID, &g.HostID, &g.Index, &g.TypeID, &g.MemoryMiB, &health, &g.TopoGroup, &g.NUMANode,
-		&allocID, &instID)
+	err := r.Scan(&g.ID, &g.HostID, &g.Index, &g.TypeID, &g.MemoryMiB, &health, &g.HealthReason, &g.TopoGroup,
+		&g.NUMANode, &allocID, &instID)
 	g.Health = gpurent.GPUHealth(health)
 	g.AllocationID = allocID.String
 	g.InstanceID = instID.String
@@ -81,7 +82,9 @@ func scanGPU(r rowScanner) (gpurent.GPU, error) {
 
 // SyncHostGPUs upserts the host's GPUs by ID (moving a GPU reported by
 // another host to this one) and marks the host's GPUs missing from gpus
-// with health "missing". No GPU row is ever deleted.
+// with health "missing". No GPU row is ever deleted. A GPU keeps its health
+// reason while its health stays as it was; a new health comes with the
+// reason g.HealthReason ("" for none).
 func (s *Store) SyncHostGPUs(ctx context.Context, hostID string, gpus []gpurent.GPU) error {
 	seen := make(map[string]bool, len(gpus))
 	for _, g := range gpus {
@@ -105,23 +108,27 @@ func (s *Store) SyncHostGPUs(ctx context.Context, hostID string, gpus []gpurent.
 		for i := 0; i < len(gpus); i += batch {
 			part := gpus[i:min(i+batch, len(gpus))]
 			var q strings.Builder
-			q.WriteString(`INSERT INTO gpus (id, host_id, gpu_index, type_id, memory_mib, health, topo_group, numa_node) VALUES `)
-			args := make([]any, 0, len(part)*8)
+			q.WriteString(`INSERT INTO gpus (id, host_id, gpu_index, type_id, memory_mib, health, health_reason,
+	topo_group, numa_node) VALUES `)
+			args := make([]any, 0, len(part)*9)
 			for j, g := range part {
 				if j > 0 {
 					q.WriteString(", ")
 				}
-				q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+				q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 				health := g.Health
 				if health == "" {
 					health = gpurent.GPUHealthy
 				}
-				args = append(args, g.ID, hostID, g.Index, g.TypeID, g.MemoryMiB, string(health), g.TopoGroup, g.NUMANode)
+				args = append(args, g.ID, hostID, g.Index, g.TypeID, g.MemoryMiB, string(health), g.HealthReason,
+					g.TopoGroup, g.NUMANode)
 			}
 			q.WriteString(` ON CONFLICT (id) DO UPDATE SET
 	host_id = excluded.host_id, gpu_index = excluded.gpu_index, type_id = excluded.type_id,
-	memory_mib = excluded.memory_mib, health = excluded.health, topo_group = excluded.topo_group,
-	numa_node = excluded.numa_node`)
+	memory_mib = excluded.memory_mib, health = excluded.health,
+	health_reason = CASE WHEN gpus.health = excluded.health AND excluded.health_reason = ''
+		THEN gpus.health_reason ELSE excluded.health_reason END,
+	topo_group = excluded.topo_group, numa_node = excluded.numa_node`)
 			if _, err := st.exec(ctx, q.String(), args...); err != nil {
 				return st.dbErr(err, "sync GPUs")
 			}
@@ -129,7 +136,7 @@ func (s *Store) SyncHostGPUs(ctx context.Context, hostID string, gpus []gpurent.
 		// Mark the rest missing. The ids are passed as one bound list per
 		// batch of the NOT IN; a host has a handful of GPUs.
 		args := []any{string(gpurent.GPUMissing), hostID, string(gpurent.GPUMissing)}
-		q := `UPDATE gpus SET health = ? WHERE host_id = ? AND health <> ?`
+		q := `UPDATE gpus SET health = ?, health_reason = '' WHERE host_id = ? AND health <> ?`
 		if len(gpus) > 0 {
 			q += ` AND id NOT IN (` + placeholders(len(gpus)) + `)`
 			for _, g := range gpus {

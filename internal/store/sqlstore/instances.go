@@ -10,26 +10,42 @@ import (
 )
 
 const instanceCols = `id, account_id, name, image, type_id, gpu_count, zone_id, host_id, state, state_reason,
-plan, cpu_milli, memory_mib, volume_id, idempotency_key, request_hash, version, created_at, updated_at`
+plan, cpu_milli, memory_mib, volume_id, idempotency_key, request_hash, failover, version, created_at, updated_at`
 
 func scanInstance(r rowScanner) (*gpurent.Instance, error) {
 	var in gpurent.Instance
-	var state, plan string
+	var state, plan, failover string
 	err := r.Scan(&in.ID, &in.AccountID, &in.Name, &in.Image, &in.TypeID, &in.GPUCount, &in.ZoneID, &in.HostID,
 		&state, &in.StateReason, &plan, &in.CPUMilli, &in.MemoryMiB, &in.VolumeID, &in.IdempotencyKey,
-		&in.RequestHash, &in.Version, timeCol{&in.CreatedAt}, timeCol{&in.UpdatedAt})
+		&in.RequestHash, &failover, &in.Version, timeCol{&in.CreatedAt}, timeCol{&in.UpdatedAt})
 	in.State = gpurent.InstanceState(state)
 	in.Plan = gpurent.Plan(plan)
+	in.Failover = gpurent.Failover(failover)
 	return &in, err
+}
+
+// checkFailover refuses a failover choice the store does not know; ""
+// (unset, which the service reads as auto) is kept as it is.
+func checkFailover(f gpurent.Failover) error {
+	switch f {
+	case "", gpurent.FailoverAuto, gpurent.FailoverWait:
+		return nil
+	}
+	return gpurent.Errorf(gpurent.CodeInvalid, "unknown failover choice %q (want %s or %s)",
+		f, gpurent.FailoverAuto, gpurent.FailoverWait)
 }
 
 // CreateInstance inserts in. (AccountID, IdempotencyKey) must be unused when
 // the key is set. An empty ID gets a new one, a zero CreatedAt now, a zero
 // UpdatedAt CreatedAt, a Version below 1 the value 1; in is updated to what
-// was stored. The derived allocation fields are not written.
+// was stored. Failover is stored as given ("" reads back as ""). The
+// derived allocation fields are not written.
 func (s *Store) CreateInstance(ctx context.Context, in *gpurent.Instance) error {
 	if in.AccountID == "" {
 		return gpurent.Errorf(gpurent.CodeInvalid, "instance account is required")
+	}
+	if err := checkFailover(in.Failover); err != nil {
+		return err
 	}
 	if in.ID == "" {
 		in.ID = gpurent.NewID(gpurent.PrefixInstance)
@@ -43,11 +59,11 @@ func (s *Store) CreateInstance(ctx context.Context, in *gpurent.Instance) error 
 		in.Version = 1
 	}
 	n, err := s.execN(ctx, `INSERT INTO instances (`+instanceCols+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING`,
 		in.ID, in.AccountID, in.Name, in.Image, in.TypeID, in.GPUCount, in.ZoneID, in.HostID,
 		string(in.State), in.StateReason, string(in.Plan), in.CPUMilli, in.MemoryMiB, in.VolumeID,
-		in.IdempotencyKey, in.RequestHash, in.Version, s.ts(in.CreatedAt), s.ts(in.UpdatedAt))
+		in.IdempotencyKey, in.RequestHash, string(in.Failover), in.Version, s.ts(in.CreatedAt), s.ts(in.UpdatedAt))
 	if err != nil {
 		return s.dbErr(err, "create instance")
 	}
@@ -191,19 +207,22 @@ ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args.
 }
 
 // UpdateInstance writes Name, HostID, State, StateReason, VolumeID, TypeID,
-// GPUCount, CPUMilli, MemoryMiB and UpdatedAt (now when zero) where the
-// stored Version equals in.Version, then bumps in.Version. A stale Version
-// is a conflict.
+// GPUCount, CPUMilli, MemoryMiB, Failover and UpdatedAt (now when zero)
+// where the stored Version equals in.Version, then bumps in.Version. A
+// stale Version is a conflict.
 func (s *Store) UpdateInstance(ctx context.Context, in *gpurent.Instance) error {
 	if in.GPUCount < 0 || in.CPUMilli < 0 || in.MemoryMiB < 0 {
 		return gpurent.Errorf(gpurent.CodeInvalid, "instance resources cannot be negative")
 	}
+	if err := checkFailover(in.Failover); err != nil {
+		return err
+	}
 	updated := nowOr(in.UpdatedAt)
 	n, err := s.execN(ctx, `UPDATE instances SET name = ?, host_id = ?, state = ?, state_reason = ?, volume_id = ?,
-	type_id = ?, gpu_count = ?, cpu_milli = ?, memory_mib = ?, updated_at = ?, version = version + 1
+	type_id = ?, gpu_count = ?, cpu_milli = ?, memory_mib = ?, failover = ?, updated_at = ?, version = version + 1
 WHERE id = ? AND version = ?`,
 		in.Name, in.HostID, string(in.State), in.StateReason, in.VolumeID,
-		in.TypeID, in.GPUCount, in.CPUMilli, in.MemoryMiB, s.ts(updated), in.ID, in.Version)
+		in.TypeID, in.GPUCount, in.CPUMilli, in.MemoryMiB, string(in.Failover), s.ts(updated), in.ID, in.Version)
 	if err != nil {
 		return s.dbErr(err, "update instance")
 	}

@@ -40,7 +40,7 @@ func scanOperation(r rowScanner) (*gpurent.Operation, error) {
 // operation. A finished step without FinishedAt is given finishedDefault.
 func checkOperation(op *gpurent.Operation, finishedDefault time.Time) error {
 	switch op.Kind {
-	case gpurent.OpUpgrade, gpurent.OpMigrate, gpurent.OpStart:
+	case gpurent.OpUpgrade, gpurent.OpMigrate, gpurent.OpStart, gpurent.OpFailover:
 	default:
 		return gpurent.Errorf(gpurent.CodeInvalid, "unknown operation kind %q", op.Kind)
 	}

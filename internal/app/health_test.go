@@ -1,0 +1,250 @@
+package app
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
+	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/incident"
+)
+
+// injectors tries each host's agents in turn (incident.Injector).
+type injectors []*Agents
+
+func (is injectors) Inject(ctx context.Context, f incident.Fault) error {
+	var err error
+	for _, a := range is {
+		if err = a.Inject(ctx, f); err == nil || !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return err
+		}
+	}
+	return err
+}
+
+// healthFleet is two hosts of 4 H100 each (NVLink groups of 2), with fault
+// injection into their fake GPUs.
+func startHealthFleet(t *testing.T, name string, hostDown time.Duration) *moveFleet {
+	t.Helper()
+	f := startFleetOf(t, name, fleetOptions{typeA: moveH100, typeB: moveH100, hostDown: hostDown, gpus: 8})
+	f.wireInjector()
+	return f
+}
+
+func (f *moveFleet) wireInjector() {
+	f.s.Incidents.SetInjector(injectors{f.agents["a"], f.agents["b"]})
+}
+
+// inject puts a fault on a GPU as the operator's fault injection does.
+func (f *moveFleet) inject(fault incident.Fault) {
+	f.t.Helper()
+	if err := f.s.Incidents.InjectFault(context.Background(), f.ops, fault); err != nil {
+		f.t.Fatalf("inject %+v: %v", fault, err)
+	}
+}
+
+// incidentsOf lists an instance's incidents (newest first) as its owner sees them.
+func (f *moveFleet) incidentsOf(id string) []incident.Detail {
+	f.t.Helper()
+	rep, err := f.s.Incidents.InstanceReport(context.Background(), f.acc, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep.Incidents
+}
+
+// gpuHealth reads a GPU's health.
+func (f *moveFleet) gpuHealth(uuid string) gpurent.GPUHealth {
+	f.t.Helper()
+	hosts, err := f.s.Store.ListHosts(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, h := range hosts {
+		for _, g := range h.GPUs {
+			if g.ID == uuid {
+				return g.Health
+			}
+		}
+	}
+	f.t.Fatalf("GPU %s not found", uuid)
+	return ""
+}
+
+// repairAll puts every GPU back in service but those in keep (the ones
+// faults were injected on: reused, the rules would escalate a second
+// fault on them) and both hosts ready.
+func (f *moveFleet) repairAll(keep map[string]bool) {
+	f.t.Helper()
+	ctx := context.Background()
+	hosts, err := f.s.Store.ListHosts(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, h := range hosts {
+		for _, g := range h.GPUs {
+			if g.Health != gpurent.GPUHealthy && g.Health != gpurent.GPUMissing && !keep[g.ID] {
+				if _, err := f.s.Incidents.RepairGPU(ctx, f.ops, g.ID, "test"); err != nil {
+					f.t.Fatal(err)
+				}
+			}
+		}
+		if err := f.s.Store.SetHostState(ctx, h.ID, gpurent.HostReady); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.s.Rental.Invalidate()
+}
+
+// creditEntries counts the incident's "credit" timeline entries.
+func creditPosted(d incident.Detail) bool {
+	for _, e := range d.Entries {
+		if e.Kind == "credit" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGPUFaultClasses injects each fault class of the reference on a fake
+// GPU under a running container and checks the action, the attribution and
+// the credit: a tenant's fault is told and left alone; informational and
+// unknown ones take nothing; reset, drain-and-reset, RMA, degraded, node
+// and host faults take the GPU (or more) out of service and fail the
+// instance over with its files, and the incident ends with a credit posted.
+func TestGPUFaultClasses(t *testing.T) {
+	f := startHealthFleet(t, "faults6", 0)
+	cases := []struct {
+		name     string
+		faults   []incident.Fault // UUID filled with the instance's GPU
+		class    gpurent.FaultClass
+		attr     gpurent.Attribution
+		gpu      gpurent.GPUHealth // the faulty GPU afterwards
+		moves    bool              // the instance fails over
+		leave    bool              // must go to another host
+		incident bool              // an incident is opened on the instance
+	}{
+		// Host-wide faults first, while each host has room for the other's instance.
+		{"node Xid 79", []incident.Fault{{Kind: "xid", Xid: 79, Detail: "GPU has fallen off the bus"}}, gpurent.FaultNode, gpurent.AttrHost, gpurent.GPUFailed, true, true, true},
+		{"host Xid 54", []incident.Fault{{Kind: "xid", Xid: 54, Detail: "auxiliary power is not connected"}}, gpurent.FaultHost, gpurent.AttrHost, gpurent.GPUFailed, true, true, true},
+		{"app Xid 13", []incident.Fault{{Kind: "xid", Xid: 13, Detail: "Graphics Engine Exception"}}, gpurent.FaultApp, gpurent.AttrTenant, gpurent.GPUHealthy, false, false, true},
+		{"info Xid 63", []incident.Fault{{Kind: "xid", Xid: 63, Detail: "row remapping event"}}, gpurent.FaultInfo, "", gpurent.GPUHealthy, false, false, false},
+		{"unknown Xid 999", []incident.Fault{{Kind: "xid", Xid: 999}}, gpurent.FaultUnknown, gpurent.AttrNone, gpurent.GPUHealthy, false, false, true},
+		{"reset Xid 62", []incident.Fault{{Kind: "xid", Xid: 62, Detail: "internal micro-controller halt"}}, gpurent.FaultReset, gpurent.AttrHost, gpurent.GPUCordoned, true, false, true},
+		{"reset double-bit ECC", []incident.Fault{{Kind: "ecc_dbe"}}, gpurent.FaultReset, gpurent.AttrHost, gpurent.GPUCordoned, true, false, true},
+		{"drain+reset Xid 48 with 63", []incident.Fault{{Kind: "xid", Xid: 48}, {Kind: "xid", Xid: 63}}, gpurent.FaultDrainReset, gpurent.AttrHost, gpurent.GPUCordoned, true, false, true},
+		{"rma remap failure", []incident.Fault{{Kind: "remap_failure"}}, gpurent.FaultRMA, gpurent.AttrHost, gpurent.GPUFailed, true, false, true},
+		{"degraded throttling", []incident.Fault{{Kind: "throttle"}}, gpurent.FaultDegraded, gpurent.AttrHost, gpurent.GPUDegraded, true, false, true},
+	}
+	used := map[string]bool{}
+	for _, c := range cases {
+		f.sub(t, c.name, func(t *testing.T) {
+			in := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
+			defer dockertest.Cleanup(t, in.ID)
+			defer f.alice.run("", "rm", in.ID, "--wait")
+			gpuID := in.GPUs[0]
+			if used[gpuID] {
+				t.Fatalf("placed on GPU %s, which a fault was injected on before", gpuID)
+			}
+			used[gpuID] = true
+			// Every GPU a fault was injected on stays out of service
+			// afterwards, so that the next case gets a GPU with no
+			// history (a later event on the same GPU would join the
+			// burst, or escalate).
+			defer f.repairAll(used)
+			defer func() {
+				if f.gpuHealth(gpuID) == gpurent.GPUHealthy {
+					if _, err := f.s.Incidents.CordonGPU(context.Background(), f.ops, gpuID, "test: used"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}()
+			f.sshRun(in.ID, "echo kept-"+in.ID+" > /root/data/mark && echo layer > /etc/mark")
+			time.Sleep(3 * time.Second) // a power-on worth some charge, which caps the credit
+			for _, fault := range c.faults {
+				fault.UUID = gpuID
+				f.inject(fault)
+			}
+			if !c.incident {
+				// Recorded only: wait for the event, then check nothing moved.
+				eventually(t, "the event stored", func() bool {
+					evs, err := f.s.Store.ListGPUEvents(context.Background(), gpurent.GPUEventFilter{GPUID: gpuID})
+					return err == nil && len(evs) > 0
+				})
+				time.Sleep(time.Second)
+				if incs := f.incidentsOf(in.ID); len(incs) != 0 {
+					t.Fatalf("incidents %+v for an informational event", incs)
+				}
+			} else {
+				eventually(t, "an incident on the instance", func() bool { return len(f.incidentsOf(in.ID)) > 0 })
+				inc := f.incidentsOf(in.ID)[0].Incident
+				if inc.Class != c.class || inc.Attribution != c.attr {
+					t.Fatalf("incident %s/%s, want %s/%s: %s", inc.Class, inc.Attribution, c.class, c.attr, inc.Cause)
+				}
+			}
+			if h := f.gpuHealth(gpuID); h != c.gpu {
+				t.Errorf("GPU health %s, want %s", h, c.gpu)
+			}
+			if !c.moves {
+				got := f.alice.instance("show", in.ID)
+				if got.State != "running" || !slices.Equal(got.GPUs, in.GPUs) {
+					t.Fatalf("instance moved or stopped for a %s fault: %s on %v", c.class, got.State, got.GPUs)
+				}
+				if c.class == gpurent.FaultApp {
+					if events := f.alice.must("wallet", "alerts"); !strings.Contains(events, "gpu_app_fault") {
+						t.Errorf("the tenant was not told of its fault:\n%s", events)
+					}
+				}
+				for _, d := range f.incidentsOf(in.ID) {
+					if d.Incident.CreditFen != 0 || creditPosted(d) {
+						t.Errorf("a %s incident produced a credit: %+v", c.class, d.Incident)
+					}
+				}
+				return
+			}
+			var got apiv1.Instance
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				got = f.alice.instance("show", in.ID)
+				ops := f.operations(in.ID)
+				if len(ops) > 0 && ops[0].Kind == "failover" && ops[0].Step == "done" &&
+					got.State == "running" && len(got.GPUs) == 1 && got.GPUs[0] != gpuID {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the instance did not fail over: %s on %v; incidents %+v", got.State, got.GPUs, f.incidentsOf(in.ID))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			// A host's fault must leave the host; a GPU's prefers other
+			// GPUs of the same host, and leaves when it has none free.
+			if c.leave && got.HostID == in.HostID {
+				t.Errorf("failed over on host %s, which the fault took", got.HostName)
+			}
+			if mark := strings.TrimSpace(f.sshRun(in.ID, "cat /root/data/mark /etc/mark")); mark != "kept-"+in.ID+"\nlayer" {
+				t.Fatalf("files after the failover: %q", mark)
+			}
+			var d incident.Detail
+			eventually(t, "the incident resolved and credited", func() bool {
+				d = f.incidentsOf(in.ID)[0]
+				return d.Incident.State == gpurent.IncidentResolved && creditPosted(d)
+			})
+			if c.class == gpurent.FaultDegraded {
+				// Down time is credited by the hour rule and the month's
+				// availability; a degradation interrupts nothing.
+				if d.Incident.CreditFen != 0 {
+					t.Errorf("a degraded GPU earned an incident credit of %d fen", d.Incident.CreditFen)
+				}
+			} else if d.Incident.CreditFen <= 0 {
+				t.Errorf("no credit for a %s fault that interrupted the instance: %+v", c.class, d.Entries)
+			}
+			f.checkOneAllocation(in.ID)
+			f.checkRuns(in.ID)
+			t.Logf("%s: down %s, credit %d fen", c.name, d.Incident.EndedAt.Sub(d.Incident.StartedAt).Round(time.Millisecond), d.Incident.CreditFen)
+		})
+	}
+}

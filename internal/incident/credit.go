@@ -1,0 +1,323 @@
+package incident
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/sla"
+)
+
+// credit posts the SLA credit of every resolved, host-attributed incident of
+// an instance that has none yet: the amount is decided and recorded on the
+// incident first (under its ledger key), then posted; a crash in between
+// posts the recorded amount under the same key, so it is paid once.
+func (s *Service) credit(ctx context.Context) error {
+	now := s.now()
+	list, err := s.store.ListIncidents(ctx, gpurent.IncidentFilter{Since: now.Add(-48 * time.Hour)})
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		inc := &list[i]
+		if inc.State != gpurent.IncidentResolved || inc.Attribution != gpurent.AttrHost || inc.InstanceID == "" || inc.EndedAt == nil {
+			continue
+		}
+		if inc.CreditKey == "" {
+			settled, err := s.settled(ctx, inc)
+			if err != nil {
+				return err
+			}
+			if !settled {
+				continue // the charges it is capped by are not final yet
+			}
+			if err := s.decide(ctx, inc, now); err != nil {
+				return err
+			}
+		}
+		if err := s.pay(ctx, inc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settled reports whether the runs of the instance that ended by the
+// incident's end are debited in full: the month's charges, which cap the
+// credit, then include them.
+func (s *Service) settled(ctx context.Context, inc *gpurent.Incident) (bool, error) {
+	runs, err := s.store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: inc.InstanceID, UnsettledOnly: true})
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if r.EndedAt != nil && r.StartedAt.Before(*inc.EndedAt) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// decide computes an incident's credit and records it with its key.
+func (s *Service) decide(ctx context.Context, inc *gpurent.Incident, now time.Time) error {
+	fen, how, err := s.amount(ctx, inc)
+	if err != nil {
+		return err
+	}
+	inc.CreditFen, inc.CreditKey, inc.UpdatedAt = fen, "sla:incident:"+inc.ID, now
+	if err := s.store.UpdateIncident(ctx, inc); err != nil {
+		return err
+	}
+	return s.entry(ctx, inc.ID, "credit_due", how)
+}
+
+// pay posts a decided credit unless its entry says it was posted.
+func (s *Service) pay(ctx context.Context, inc *gpurent.Incident) error {
+	entries, err := s.store.ListIncidentEntries(ctx, inc.ID)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Kind == "credit" {
+			return nil
+		}
+	}
+	msg := "no credit due"
+	if inc.CreditFen > 0 {
+		if s.cfg.Credits == nil {
+			return nil
+		}
+		at := *inc.EndedAt
+		expires := at.AddDate(0, 0, s.cfg.Terms.ExpiryDays)
+		note := fmt.Sprintf("SLA credit for incident %s on instance %s: %s", inc.ID, inc.InstanceID, inc.Cause)
+		if _, err := s.cfg.Credits.GrantSLA(ctx, inc.AccountID, inc.CreditFen, inc.CreditKey, at, expires, note); err != nil {
+			return err
+		}
+		msg = fmt.Sprintf("credited %s as SLA credit, expiring %s", fen(inc.CreditFen), expires.In(s.cfg.Location).Format(time.DateOnly))
+		s.metrics.credits.Inc()
+		s.metrics.creditFen.Add(float64(inc.CreditFen))
+	}
+	if err := s.entry(ctx, inc.ID, "credit", msg); err != nil {
+		return err
+	}
+	in, err := s.store.InstanceByID(ctx, inc.InstanceID)
+	if err != nil {
+		return err
+	}
+	if inc.CreditFen > 0 {
+		return s.tell(ctx, in, "sla_credit", fmt.Sprintf("incident %s (%s, %s down): %s",
+			inc.ID, inc.Cause, inc.EndedAt.Sub(inc.StartedAt).Round(time.Second), msg))
+	}
+	return nil
+}
+
+func fen(f int64) string { return fmt.Sprintf("¥%d.%02d", f/100, f%100) }
+
+// amount is an incident's credit: the incident credit (time since the last
+// power-on, at most 24 h, at the hourly price of the affected GPUs) plus the
+// hour rule (each clock hour down more than 6 minutes is not charged: its
+// charged time is given back), capped so that the instance's credits this
+// month stay within its charges this month.
+func (s *Service) amount(ctx context.Context, inc *gpurent.Incident) (int64, string, error) {
+	in, err := s.store.InstanceByID(ctx, inc.InstanceID)
+	if err != nil {
+		return 0, "", err
+	}
+	runs, err := s.store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: in.ID})
+	if err != nil {
+		return 0, "", err
+	}
+	// The power-on the fault interrupted, and its GPUs.
+	var cur *gpurent.UsageRun
+	for i := range runs {
+		r := &runs[i]
+		if !r.StartedAt.After(inc.StartedAt) && (cur == nil || r.StartedAt.After(cur.StartedAt)) {
+			cur = r
+		}
+	}
+	if cur == nil || cur.GPUCount == 0 || s.cfg.HourlyFen == nil {
+		return 0, "no power-on with GPUs was interrupted", nil
+	}
+	affected := cur.GPUCount
+	if inc.GPUID != "" && inc.Class != gpurent.FaultNode && inc.Class != gpurent.FaultHost && inc.Class != gpurent.FaultHostDown {
+		affected = 1
+	}
+	affectedHour, err := s.cfg.HourlyFen(ctx, cur.TypeID, affected, inc.StartedAt)
+	if err != nil {
+		return 0, "", err
+	}
+	allHour, err := s.cfg.HourlyFen(ctx, cur.TypeID, cur.GPUCount, inc.StartedAt)
+	if err != nil {
+		return 0, "", err
+	}
+	t := s.cfg.Terms
+	var incident int64
+	if t.EarnsIncidentCredit(inc.Class, inc.Attribution) {
+		incident = sla.IncidentCredit(t, cur.StartedAt, inc.StartedAt, affectedHour)
+	}
+	down := []sla.Interval{{From: inc.StartedAt, To: *inc.EndedAt}}
+	hours := sla.HourRuleHours(t, down, s.cfg.Location)
+	var hourRule int64
+	for _, h := range hours {
+		// The time of the hour the instance ran and was charged for.
+		up := time.Hour - overlap(h, h.Add(time.Hour), inc.StartedAt, *inc.EndedAt)
+		if st := cur.StartedAt; st.After(h) {
+			up -= min(st.Sub(h), up)
+		}
+		hourRule += (allHour*int64(up/time.Second) + 1800) / 3600
+	}
+	from, to := sla.Month(inc.StartedAt, s.cfg.Location)
+	var charged int64
+	for _, r := range runs {
+		if !r.StartedAt.Before(from) && r.StartedAt.Before(to) {
+			charged += r.DebitedFen
+		}
+	}
+	prior, err := s.store.ListIncidents(ctx, gpurent.IncidentFilter{InstanceID: in.ID, Since: from})
+	if err != nil {
+		return 0, "", err
+	}
+	var already int64
+	for _, p := range prior {
+		if p.ID != inc.ID && p.CreditKey != "" && !p.StartedAt.Before(from) {
+			already += p.CreditFen
+		}
+	}
+	want := incident + hourRule
+	got := sla.CapCredit(t, want, already, charged)
+	how := fmt.Sprintf("incident credit %s (%s since the power-on at %s × %s/h for %d GPU(s)); hour rule %s (%d hour(s) down more than %d min); %s due",
+		fen(incident), inc.StartedAt.Sub(cur.StartedAt).Round(time.Second), cur.StartedAt.In(s.cfg.Location).Format("15:04:05"),
+		fen(affectedHour), affected, fen(hourRule), len(hours), t.HourRuleMinutes, fen(got))
+	if got < want {
+		how += fmt.Sprintf(" (capped: this month's credits may not pass its charges of %s)", fen(charged))
+	}
+	return got, how, nil
+}
+
+// overlap is how long [a, b) and [c, d) share.
+func overlap(a, b, c, d time.Time) time.Duration {
+	from, to := a, b
+	if c.After(from) {
+		from = c
+	}
+	if d.Before(to) {
+		to = d
+	}
+	if to.After(from) {
+		return to.Sub(from)
+	}
+	return 0
+}
+
+// monthly posts, once a month is over, the availability credit of each
+// instance that had incidents in it: the tier its availability falls in,
+// on its charges that month, on top of what its incidents got, all of it
+// capped at the month's charges.
+func (s *Service) monthly(ctx context.Context) error {
+	now := s.now()
+	thisMonth, _ := sla.Month(now, s.cfg.Location)
+	from, to := sla.Month(thisMonth.Add(-time.Hour), s.cfg.Location)
+	list, err := s.store.ListIncidents(ctx, gpurent.IncidentFilter{Since: from})
+	if err != nil {
+		return err
+	}
+	byInstance := map[string][]gpurent.Incident{}
+	for _, inc := range list {
+		if inc.Attribution == gpurent.AttrHost && inc.InstanceID != "" && inc.StartedAt.Before(to) && inc.EndedAt != nil {
+			byInstance[inc.InstanceID] = append(byInstance[inc.InstanceID], inc)
+		}
+	}
+	ids := make([]string, 0, len(byInstance))
+	for id := range byInstance {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := s.monthCredit(ctx, id, byInstance[id], from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) monthCredit(ctx context.Context, instanceID string, incs []gpurent.Incident, from, to time.Time) error {
+	in, err := s.store.InstanceByID(ctx, instanceID)
+	if err != nil {
+		return err
+	}
+	key := "sla:month:" + instanceID + ":" + from.In(s.cfg.Location).Format("2006-01")
+	report, err := s.availability(ctx, in, incs, from, to)
+	if err != nil {
+		return err
+	}
+	var already int64
+	for _, inc := range incs {
+		already += inc.CreditFen
+	}
+	t := s.cfg.Terms
+	tier := sla.TierCredit(t, report.bp, report.charged)
+	got := sla.CapCredit(t, tier, already, report.charged)
+	if got <= 0 || s.cfg.Credits == nil {
+		return nil
+	}
+	expires := to.AddDate(0, 0, t.ExpiryDays)
+	note := fmt.Sprintf("SLA availability credit for %s, instance %s: %d.%02d%% available", from.In(s.cfg.Location).Format("2006-01"),
+		instanceID, report.bp/100, report.bp%100)
+	dup, err := s.cfg.Credits.GrantSLA(ctx, in.AccountID, got, key, to, expires, note)
+	if err != nil || dup {
+		return err
+	}
+	return s.tell(ctx, in, "sla_credit", fmt.Sprintf("%s: credited %s", note, fen(got)))
+}
+
+type monthAvailability struct {
+	bp      int
+	charged int64
+}
+
+// availability is an instance's availability over [from, to): the time it
+// was meant to run (its runs, plus the down time of its incidents) against
+// the time platform faults took.
+func (s *Service) availability(ctx context.Context, in *gpurent.Instance, incs []gpurent.Incident, from, to time.Time) (monthAvailability, error) {
+	runs, err := s.store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: in.ID})
+	if err != nil {
+		return monthAvailability{}, err
+	}
+	now := s.now()
+	var service, down []sla.Interval
+	var charged int64
+	clip := func(a, b time.Time) (sla.Interval, bool) {
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(to) {
+			b = to
+		}
+		return sla.Interval{From: a, To: b}, b.After(a)
+	}
+	for _, r := range runs {
+		end := now
+		if r.EndedAt != nil {
+			end = *r.EndedAt
+		}
+		if iv, ok := clip(r.StartedAt, end); ok {
+			service = append(service, iv)
+		}
+		if !r.StartedAt.Before(from) && r.StartedAt.Before(to) {
+			charged += r.DebitedFen
+		}
+	}
+	for _, inc := range incs {
+		end := now
+		if inc.EndedAt != nil {
+			end = *inc.EndedAt
+		}
+		if iv, ok := clip(inc.StartedAt, end); ok {
+			down = append(down, iv)
+			service = append(service, iv)
+		}
+	}
+	return monthAvailability{bp: sla.AvailabilityBP(service, down), charged: charged}, nil
+}

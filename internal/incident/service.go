@@ -1,0 +1,127 @@
+package incident
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/health"
+	"github.com/gpurent/gpurent/internal/sla"
+)
+
+// Mover fails instances over (the rental service).
+type Mover interface {
+	Failover(ctx context.Context, id string, leaveHost bool, why string) (*gpurent.Operation, error)
+	Invalidate()
+}
+
+// Granter posts SLA credits (the wallet).
+type Granter interface {
+	GrantSLA(ctx context.Context, accountID string, fen int64, key string, at, expires time.Time, note string) (bool, error)
+}
+
+// Config configures the service.
+type Config struct {
+	Store gpurent.Store
+	Rules *health.Rules
+	Terms sla.Terms
+	Mover Mover
+	// Credits posts the SLA credits; nil posts none (the amounts are
+	// still computed and recorded).
+	Credits Granter
+	// HourlyFen is the list price of count GPUs of typeID for an hour at
+	// at (the billing service's price book).
+	HourlyFen func(ctx context.Context, typeID string, count int, at time.Time) (int64, error)
+	// Notify tells an account something (an account event is written by
+	// the caller's store; this posts the webhook).
+	Notify func(ctx context.Context, accountID, kind, message string)
+	// Injector puts faults into fake GPUs (the demo); nil elsewhere.
+	Injector Injector
+	// Location is where hours and months are counted (Asia/Shanghai).
+	Location *time.Location
+	// HostDownAfter is how long an agent may be silent before its host is
+	// down and its instances get incidents (default 60 s).
+	HostDownAfter time.Duration
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// Service is the health and incident service. It is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	store   gpurent.Store
+	log     *slog.Logger
+	mu      sync.Mutex
+	samples map[string]sampleOf // by GPU UUID
+	metrics *metrics
+	// openCount is how many incidents were open at the last tick.
+	openCount int
+}
+
+// sampleOf is a GPU's latest telemetry with where it is.
+type sampleOf struct {
+	host   *gpurent.Host
+	sample Sample
+	index  int
+	model  string
+}
+
+// New makes the service.
+func New(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.HostDownAfter <= 0 {
+		cfg.HostDownAfter = time.Minute
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	return &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger, samples: map[string]sampleOf{}, metrics: newMetrics()}
+}
+
+// Terms are the SLA terms the service applies.
+func (s *Service) Terms() sla.Terms { return s.cfg.Terms }
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+
+func requireOperator(acc *gpurent.Account) error {
+	if acc == nil {
+		return gpurent.Errorf(gpurent.CodeUnauthorized, "sign in first")
+	}
+	if acc.Role != gpurent.RoleOperator {
+		return gpurent.Errorf(gpurent.CodeForbidden, "operators only")
+	}
+	return nil
+}
+
+// severity orders fault classes: a burst's verdict acts only when it is
+// more severe than what was already done for the burst.
+func severity(c gpurent.FaultClass) int {
+	switch c {
+	case gpurent.FaultInfo:
+		return 1
+	case gpurent.FaultUnknown:
+		return 2
+	case gpurent.FaultApp:
+		return 3
+	case gpurent.FaultDegraded:
+		return 4
+	case gpurent.FaultReset:
+		return 5
+	case gpurent.FaultDrainReset:
+		return 6
+	case gpurent.FaultRMA:
+		return 7
+	case gpurent.FaultNode, gpurent.FaultHostDown:
+		return 8
+	case gpurent.FaultHost:
+		return 9
+	}
+	return 0
+}

@@ -1,0 +1,31 @@
+package sla_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportsOnlyStdlibAndDomain holds the package to its promise: nothing
+// outside the standard library and the root package, and within the
+// standard library nothing that does network, database or process I/O.
+func TestImportsOnlyStdlibAndDomain(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != "github.com/gpurent/gpurent" && dep != "github.com/gpurent/gpurent/internal/sla" {
+			t.Errorf("sla depends on %s; it may import only the standard library and the root package", dep)
+		}
+	}
+	out, err = exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "net/http" || dep == "database/sql" || dep == "os/exec" || dep == "net" {
+			t.Errorf("sla depends on %s; it is a pure package", dep)
+		}
+	}
+}

@@ -330,4 +330,3 @@ func (s *Service) keepSamples(host *gpurent.Host, inventory []agentproto.GPUInfo
 		s.samples[x.UUID] = prev
 	}
 }
-

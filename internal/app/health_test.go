@@ -10,6 +10,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/incident"
 )
 
@@ -247,4 +248,140 @@ func TestGPUFaultClasses(t *testing.T) {
 			t.Logf("%s: down %s, credit %d fen", c.name, d.Incident.EndedAt.Sub(d.Incident.StartedAt).Round(time.Millisecond), d.Incident.CreditFen)
 		})
 	}
+}
+
+// slaGrants counts the SLA credit grants posted for the incident.
+func (f *moveFleet) slaGrants(incidentID string) int {
+	f.t.Helper()
+	txs, err := f.s.Store.LedgerTxs(context.Background(), f.acc.ID, 0, 1000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := 0
+	for _, tx := range txs {
+		if tx.Op == "grant" && tx.Key == "sla:incident:"+incidentID {
+			n++
+		}
+	}
+	return n
+}
+
+// TestXid79FailoverOnceAcrossRestart: Xid 79 under a running instance with
+// automatic failover: it runs again on the other host with its files, the
+// time it was down is not billed, and exactly one credit is posted, also
+// when the control plane is stopped and started again in the middle.
+func TestXid79FailoverOnceAcrossRestart(t *testing.T) {
+	f := startHealthFleet(t, "xid79", 0)
+	in := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, in.ID)
+	f.sshRun(in.ID, setupScript)
+	want := f.sshRun(in.ID, fingerprintScript)
+	time.Sleep(3 * time.Second)
+	f.inject(incident.Fault{UUID: in.GPUs[0], Kind: "xid", Xid: 79, Detail: "GPU has fallen off the bus"})
+	f.waitStep(in.ID, "copying", "final", "starting")
+	f.restartServer()
+	f.wireInjector()
+	op := f.waitStep(in.ID, "done")
+	if op.Kind != "failover" {
+		t.Fatalf("newest operation %+v, want a failover", op)
+	}
+	got := f.alice.instance("show", in.ID)
+	if got.State != "running" || got.HostID == in.HostID {
+		t.Fatalf("after the failover: %s on %s (was %s)", got.State, got.HostName, in.HostName)
+	}
+	if have := f.sshRun(in.ID, fingerprintScript); have != want {
+		t.Fatalf("files after the failover:\n%s\nvs\n%s", have, want)
+	}
+	var d incident.Detail
+	eventually(t, "the credit posted", func() bool {
+		d = f.incidentsOf(in.ID)[0]
+		return creditPosted(d)
+	})
+	// Ticks go on: still one credit.
+	time.Sleep(2 * time.Second)
+	if n := f.slaGrants(d.Incident.ID); n != 1 || d.Incident.CreditFen <= 0 {
+		t.Fatalf("%d SLA grants of %d fen for the incident, want exactly one", n, d.Incident.CreditFen)
+	}
+	// The down time is not billed: no run is charged for a second of it.
+	runs, err := f.s.Store.ListUsageRuns(context.Background(), gpurent.UsageRunFilter{InstanceID: in.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.EndedAt != nil && r.EndedAt.After(d.Incident.StartedAt) && r.StartedAt.Before(d.Incident.StartedAt) {
+			// The run the fault interrupted: charged up to the fault only.
+			charged, err := f.s.Billing.Quote(context.Background(), nil, billingQuote(r.TypeID, r.GPUCount, r.StartedAt, d.Incident.StartedAt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.DebitedFen > charged.List.HourlyFen+1 {
+				t.Errorf("the interrupted run was debited %d fen; up to the fault it costs %d", r.DebitedFen, charged.List.HourlyFen)
+			}
+		}
+	}
+	f.checkOneAllocation(in.ID)
+	f.checkRuns(in.ID)
+}
+
+// TestHostLossAndReturn: a host's agent goes silent; after HostDownAfter its
+// running instances get host-down incidents and wait (their data is on that
+// host: no failover, whatever they chose), unbilled; when the host comes
+// back the incidents end and the credits are posted.
+func TestHostLossAndReturn(t *testing.T) {
+	f := startHealthFleet(t, "hostloss", 2*time.Second)
+	// Both instances on host a: b takes no placements while they are rented.
+	ctx := context.Background()
+	role := "a"
+	if err := f.s.Store.SetHostState(ctx, f.hostID("b"), gpurent.HostCordoned); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Rental.Invalidate()
+	auto := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, auto.ID)
+	wait := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, wait.ID)
+	if err := f.s.Store.SetHostState(ctx, f.hostID("b"), gpurent.HostReady); err != nil {
+		t.Fatal(err)
+	}
+	f.s.Rental.Invalidate()
+	if auto.HostID != f.hostID("a") || wait.HostID != f.hostID("a") {
+		t.Fatalf("instances placed on %s and %s with host b cordoned", auto.HostName, wait.HostName)
+	}
+	f.alice.must("failover", wait.ID, "--wait")
+	time.Sleep(3 * time.Second)
+	f.stopAgent(role)
+	for _, id := range []string{auto.ID, wait.ID} {
+		eventually(t, "a host-down incident on "+id, func() bool {
+			incs := f.incidentsOf(id)
+			return len(incs) > 0 && incs[0].Incident.Class == gpurent.FaultHostDown && incs[0].Incident.State == gpurent.IncidentOpen
+		})
+	}
+	time.Sleep(2 * time.Second)
+	for _, id := range []string{auto.ID, wait.ID} {
+		if ops := f.operations(id); len(ops) > 0 && ops[0].Kind == "failover" {
+			t.Fatalf("instance %s was failed over while its data was on a silent host: %+v", id, ops[0])
+		}
+	}
+	if events := f.alice.must("wallet", "alerts"); !strings.Contains(events, "host_down") {
+		t.Fatalf("the customer was not told the host is down:\n%s", events)
+	}
+	f.startAgent(role)
+	for _, id := range []string{auto.ID, wait.ID} {
+		var d incident.Detail
+		eventually(t, "the host-down incident of "+id+" resolved and credited", func() bool {
+			d = f.incidentsOf(id)[0]
+			return d.Incident.State == gpurent.IncidentResolved && creditPosted(d)
+		})
+		if got := f.alice.instance("show", id); got.State != "running" || got.HostID != auto.HostID {
+			t.Fatalf("instance %s after the host came back: %s on %s", id, got.State, got.HostName)
+		}
+		t.Logf("%s: down %s, credit %d fen", id, d.Incident.EndedAt.Sub(d.Incident.StartedAt).Round(time.Millisecond), d.Incident.CreditFen)
+	}
+}
+
+// billingQuote asks the price of a run's GPUs from start to end, whole
+// seconds.
+func billingQuote(typeID string, count int, start, end time.Time) billing.QuoteRequest {
+	from := start.Truncate(time.Second)
+	return billing.QuoteRequest{TypeID: typeID, Count: count, Start: from, Duration: max(end.Truncate(time.Second).Sub(from), time.Second)}
 }

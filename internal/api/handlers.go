@@ -327,6 +327,22 @@ func (s *Server) handleHostState(state gpurent.HostState) func(http.ResponseWrit
 	}
 }
 
+// handleDrainHost takes a host out of placement and moves its running
+// instances to other hosts; the host's state is answered at once, the moves
+// go on (their operations show how far).
+func (s *Server) handleDrainHost(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
+	if s.incidents == nil {
+		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeUnavailable, "draining needs the incident service"))
+		return
+	}
+	h, _, err := s.incidents.DrainHost(r.Context(), acc, r.PathValue("id"))
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, hostView(h))
+}
+
 // --- agents ---
 
 func (s *Server) handleAgentRegister(w http.ResponseWriter, r *http.Request) {

@@ -238,6 +238,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/hosts", s.operator(s.handleListHosts)},
 		{"POST", "/api/v1/hosts/{id}/cordon", s.operator(s.handleHostState(gpurent.HostCordoned))},
 		{"POST", "/api/v1/hosts/{id}/uncordon", s.operator(s.handleHostState(gpurent.HostReady))},
+		{"POST", "/api/v1/hosts/{id}/drain", s.operator(s.handleDrainHost)},
 
 		{"POST", "/agent/v1/register", s.handleAgentRegister},
 		{"GET", "/agent/v1/desired", s.agent(s.handleAgentDesired)},

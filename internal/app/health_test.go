@@ -385,3 +385,31 @@ func billingQuote(typeID string, count int, start, end time.Time) billing.QuoteR
 	from := start.Truncate(time.Second)
 	return billing.QuoteRequest{TypeID: typeID, Count: count, Start: from, Duration: max(end.Truncate(time.Second).Sub(from), time.Second)}
 }
+
+// TestDrainHost: an operator drains a host for maintenance; its running
+// instance moves to the other host with its files; no incident, no credit.
+func TestDrainHost(t *testing.T) {
+	f := startHealthFleet(t, "drain6", 0)
+	in := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
+	defer dockertest.Cleanup(t, in.ID)
+	f.sshRun(in.ID, setupScript)
+	want := f.sshRun(in.ID, fingerprintScript)
+	h, moving, err := f.s.Incidents.DrainHost(context.Background(), f.ops, in.HostID)
+	if err != nil || h.State != gpurent.HostDraining || !slices.Equal(moving, []string{in.ID}) {
+		t.Fatalf("drain: %+v, %v, %v", h, moving, err)
+	}
+	if _, _, err := f.s.Incidents.DrainHost(context.Background(), f.acc, in.HostID); !gpurent.IsCode(err, gpurent.CodeForbidden) {
+		t.Fatalf("a customer drained a host: %v", err)
+	}
+	f.waitStep(in.ID, "done")
+	got := f.alice.instance("show", in.ID)
+	if got.State != "running" || got.HostID == in.HostID {
+		t.Fatalf("after the drain: %s on %s", got.State, got.HostName)
+	}
+	if have := f.sshRun(in.ID, fingerprintScript); have != want {
+		t.Fatalf("files after the drain:\n%s\nvs\n%s", have, want)
+	}
+	if incs := f.incidentsOf(in.ID); len(incs) != 0 {
+		t.Fatalf("maintenance opened incidents: %+v", incs)
+	}
+}

@@ -86,6 +86,11 @@ func (a *app) uncordonCmd() *cobra.Command {
 		"uncordoned", (*client.Client).UncordonHost)
 }
 
+func (a *app) drainCmd() *cobra.Command {
+	return a.hostActionCmd("drain HOST_ID...", "Take hosts out of placement and move their running instances elsewhere (maintenance)",
+		"drained", (*client.Client).DrainHost)
+}
+
 func (a *app) hostActionCmd(use, short, done string,
 	call func(*client.Client, context.Context, string) (apiv1.Host, error)) *cobra.Command {
 	var cn conn

@@ -120,7 +120,7 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
 		a.stopCmd(), a.startCmd(), a.rmCmd(), a.upgradeCmd(), a.migrateCmd(), a.operationsCmd(), a.queueCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd(),
 		a.incidentsCmd(), a.failoverCmd(), a.slaCmd())
-	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd(),
+	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.drainCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd(),
 		a.gpuCmd(), a.rmaCmd(), a.faultCmd())
 	root.AddCommand(extra...)
 	return root

@@ -144,6 +144,12 @@ func (c *Client) UncordonHost(ctx context.Context, id string) (apiv1.Host, error
 	return c.hostAction(ctx, id, "/uncordon")
 }
 
+// DrainHost takes a host out of placement and moves its running instances
+// to other hosts (maintenance).
+func (c *Client) DrainHost(ctx context.Context, id string) (apiv1.Host, error) {
+	return c.hostAction(ctx, id, "/drain")
+}
+
 func (c *Client) hostAction(ctx context.Context, id, action string) (apiv1.Host, error) {
 	var out apiv1.Host
 	if id == "" {

@@ -85,6 +85,7 @@ type API interface {
 	RepairGPU(ctx context.Context, acc *gpurent.Account, uuid, note string) (*GPUHealth, error)
 	RMAList(ctx context.Context, acc *gpurent.Account) ([]GPUHealth, error)
 	InjectFault(ctx context.Context, acc *gpurent.Account, f Fault) error
+	DrainHost(ctx context.Context, acc *gpurent.Account, hostID string) (*gpurent.Host, []string, error)
 }
 
 var _ API = (*Service)(nil)

@@ -293,3 +293,47 @@ func (s *Service) SetInjector(inj Injector) {
 	defer s.mu.Unlock()
 	s.cfg.Injector = inj
 }
+
+// DrainHost takes a host out of placement for maintenance and moves every
+// instance running on it to other hosts (operators). Maintenance is not a
+// fault: no incident, no credit.
+func (s *Service) DrainHost(ctx context.Context, acc *gpurent.Account, hostID string) (*gpurent.Host, []string, error) {
+	if err := requireOperator(acc); err != nil {
+		return nil, nil, err
+	}
+	h, err := s.store.HostByID(ctx, hostID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.store.SetHostState(ctx, h.ID, gpurent.HostDraining); err != nil {
+		return nil, nil, err
+	}
+	if s.cfg.Mover != nil {
+		s.cfg.Mover.Invalidate()
+	}
+	list, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{HostID: h.ID, ActiveOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	var moving []string
+	for _, in := range list {
+		if in.State != gpurent.StateRunning || s.cfg.Mover == nil {
+			continue
+		}
+		op, err := s.cfg.Mover.Failover(ctx, in.ID, true, "host "+h.Name+" drained for maintenance")
+		if err != nil {
+			s.log.Warn("drain: instance not moved", "host", h.Name, "instance", in.ID, "err", err)
+			continue
+		}
+		if op != nil {
+			moving = append(moving, in.ID)
+		}
+	}
+	s.log.Info("host drained", "host", h.Name, "by", acc.ID, "moving", len(moving))
+	h, err = s.store.HostByID(ctx, h.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	h.GPUs = nil
+	return h, moving, nil
+}

@@ -19,3 +19,5 @@ go test -run '^$' -bench Sync ./internal/delta/
 go test -run '^$' -bench UpgradeDowntime -benchtime 5x ./internal/agent/runtime/docker/
 GPURENT_BENCH_10G=1 go test -run '^$' -bench BenchmarkMove -benchtime 1x -timeout 30m ./internal/transfer/
 GPURENT_BENCH_10G=1 go test -run '^$' -bench MoveDowntime -benchtime 1x -timeout 30m ./internal/app/
+go test -run '^$' -bench Failover -benchtime 3x ./internal/app/
+go test -run '^$' -bench . ./internal/health/ ./internal/sla/

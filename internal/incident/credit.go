@@ -185,6 +185,12 @@ func (s *Service) amount(ctx context.Context, inc *gpurent.Incident) (int64, str
 			already += p.CreditFen
 		}
 	}
+	// The month's availability credit, once posted, counts too.
+	if tx, err := s.store.LedgerTxByKey(ctx, monthKey(in.ID, from, s.cfg.Location)); err == nil {
+		already += tx.AmountFen
+	} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
+		return 0, "", err
+	}
 	want := incident + hourRule
 	got := sla.CapCredit(t, want, already, charged)
 	how := fmt.Sprintf("incident credit %s (%s since the power-on at %s × %s/h for %d GPU(s)); hour rule %s (%d hour(s) down more than %d min); %s due",
@@ -247,7 +253,7 @@ func (s *Service) monthCredit(ctx context.Context, instanceID string, incs []gpu
 	if err != nil {
 		return err
 	}
-	key := "sla:month:" + instanceID + ":" + from.In(s.cfg.Location).Format("2006-01")
+	key := monthKey(instanceID, from, s.cfg.Location)
 	report, err := s.availability(ctx, in, incs, from, to)
 	if err != nil {
 		return err
@@ -320,4 +326,10 @@ func (s *Service) availability(ctx context.Context, in *gpurent.Instance, incs [
 		}
 	}
 	return monthAvailability{bp: sla.AvailabilityBP(service, down), charged: charged}, nil
+}
+
+// monthKey is the ledger key of an instance's availability credit for the
+// month starting at from.
+func monthKey(instanceID string, from time.Time, loc *time.Location) string {
+	return "sla:month:" + instanceID + ":" + from.In(loc).Format("2006-01")
 }

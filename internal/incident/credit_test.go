@@ -106,7 +106,9 @@ func newWorld(t *testing.T) *world {
 	w := &world{st: st, g: g, clk: &clock{t: t0.Add(3 * time.Hour)}, host: host, in: in, t0: t0, alloc: alloc}
 	g.w = wallet.New(wallet.Config{Store: st, Now: w.clk.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	w.svc = incident.New(incident.Config{Store: st, Rules: rules, Terms: sla.DefaultTerms(), Credits: w.g, Location: loc,
-		HourlyFen: func(_ context.Context, _ string, count int, _ time.Time) (int64, error) { return hourlyFen * int64(count), nil },
+		HourlyFen: func(_ context.Context, _ string, count int, _ time.Time) (int64, error) {
+			return hourlyFen * int64(count), nil
+		},
 		Now: w.clk.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return w
 }

@@ -194,7 +194,7 @@ func (s *Service) amount(ctx context.Context, inc *gpurent.Incident) (int64, str
 	want := incident + hourRule
 	got := sla.CapCredit(t, want, already, charged)
 	how := fmt.Sprintf("incident credit %s (%s since the power-on at %s × %s/h for %d GPU(s)); hour rule %s (%d hour(s) down more than %d min); %s due",
-		fen(incident), inc.StartedAt.Sub(cur.StartedAt).Round(time.Second), cur.StartedAt.In(s.cfg.Location).Format("15:04:05"),
+		fen(incident), inc.StartedAt.Sub(cur.StartedAt).Round(time.Second), cur.StartedAt.In(s.cfg.Location).Format("15:04:05 MST"),
 		fen(affectedHour), affected, fen(hourRule), len(hours), t.HourRuleMinutes, fen(got))
 	if got < want {
 		how += fmt.Sprintf(" (capped: this month's credits may not pass its charges of %s)", fen(charged))

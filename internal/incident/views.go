@@ -166,8 +166,6 @@ func rmaCandidate(g gpurent.GPU, past []gpurent.Incident, now time.Time) (bool, 
 		return true, "reset-class faults twice within 7 days"
 	case nodes >= 2:
 		return true, "node faults twice within 30 days"
-	case g.Health == gpurent.GPUFailed:
-		return true, "failed"
 	}
 	return false, ""
 }

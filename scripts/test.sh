@@ -69,6 +69,12 @@ if [ -z "${GPURENT_TEST_POSTGRES_DSN:-}" ]; then
 	export GPURENT_TEST_POSTGRES_DSN="postgres://postgres:postgres@127.0.0.1:$port/postgres?sslmode=disable"
 fi
 
+# --- Python: the benchmark programs (no PyTorch here: compile + pure parts) --
+command -v python3 >/dev/null 2>&1 || install_pkgs python3
+say "benchmark programs: py_compile and unit tests (standard library only)"
+python3 -m py_compile bench/gpurent_bench/*.py
+(cd bench && python3 -m unittest discover -s tests)
+
 say "go vet"
 go vet ./...
 say "go test -race ./... (SQLite, PostgreSQL, Docker Engine)"

@@ -29,6 +29,7 @@ func TestDependenciesPointInward(t *testing.T) {
 		"./internal/sshkeys",
 		"./internal/sla",
 		"./internal/health",
+		"./internal/certify",
 	}
 	forbidden := []string{
 		"database/sql",

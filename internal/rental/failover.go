@@ -65,28 +65,21 @@ func (s *Service) Failover(ctx context.Context, id string, leaveHost bool, why s
 	if err != nil {
 		return nil, err
 	}
-	t.kind, t.zoneID = gpurent.OpFailover, in.ZoneID
-	if !leaveHost {
-		t.kind = gpurent.OpUpgrade // placeTarget tries the same host first for an upgrade
-	}
+	t.kind, t.zoneID, t.sameHostFirst = gpurent.OpFailover, in.ZoneID, !leaveHost
 	for attempt := 0; attempt < claimAttempts; attempt++ {
 		p, res, err := s.placeTarget(ctx, in, t)
 		if err != nil {
 			return nil, err
 		}
-		t.kind = gpurent.OpFailover
 		var op *gpurent.Operation
 		_, err = s.apply(ctx, nil, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
 			if in.State != gpurent.StateRunning && in.State != gpurent.StateProvisioning {
 				return nil, gpurent.Errorf(gpurent.CodeConflict, "instance %s is %s now", in.ID, in.State)
 			}
-			wasRunning := in.State
-			in.State = gpurent.StateRunning // the operation's rules: a running instance moves
-			o, err := s.newOperation(ctx, q, in, t, p, "", "", now)
+			o, err := s.newOperation(ctx, q, in, t, p, "", "", true, now)
 			if err != nil {
 				return nil, err
 			}
-			in.State = wasRunning
 			o.Message = why
 			if err := q.UpdateOperation(ctx, o); err != nil {
 				return nil, err

@@ -25,6 +25,9 @@ type target struct {
 	bf16      float64
 	zoneID    string
 	hostID    string // a named target host (operators' migrate)
+	// sameHostFirst places on the instance's host when it fits there (the
+	// file system is carried, not copied): upgrades and GPU-level failovers.
+	sameHostFirst bool
 }
 
 // hash identifies an operation request for its idempotency key.
@@ -75,7 +78,7 @@ func (s *Service) upgradeTarget(ctx context.Context, in *gpurent.Instance, r Upg
 			"instance %s is on the %s package, which is paid for its GPU type: upgrades are billed by the second, so switch it to the hourly plan first (`gpurent plan %s --to hourly`, effective at the end of the paid period)",
 			in.ID, in.Plan, in.ID)
 	}
-	t.kind, t.zoneID = gpurent.OpUpgrade, strings.TrimSpace(r.ZoneID)
+	t.kind, t.zoneID, t.sameHostFirst = gpurent.OpUpgrade, strings.TrimSpace(r.ZoneID), true
 	return t, gt, nil
 }
 
@@ -222,11 +225,11 @@ func (s *Service) begin(ctx context.Context, acc *gpurent.Account, in *gpurent.I
 }
 
 // placeTarget plans the target: on the instance's host when it fits there
-// (upgrades; the file system is carried on the host), else on another host
-// whose runtime can receive the instance's data.
+// and t.sameHostFirst (the file system is carried on the host), else on
+// another host whose runtime can receive the instance's data.
 func (s *Service) placeTarget(ctx context.Context, in *gpurent.Instance, t target) (sched.Placement, *reservation, error) {
 	req := t.request()
-	if t.kind == gpurent.OpUpgrade {
+	if t.sameHostFirst {
 		same := req
 		same.HostID, same.ZoneID = in.HostID, ""
 		if p, res, err := s.snap.plan(ctx, same); err == nil {
@@ -283,7 +286,7 @@ func (s *Service) claimTarget(ctx context.Context, acc *gpurent.Account, id stri
 		if wantRunning && in.State != gpurent.StateRunning {
 			return nil, gpurent.Errorf(gpurent.CodeConflict, "instance %s is %s now; try again once it runs", in.ID, in.State)
 		}
-		o, err := s.newOperation(ctx, q, in, t, p, key, hash, now)
+		o, err := s.newOperation(ctx, q, in, t, p, key, hash, in.State == gpurent.StateRunning, now)
 		if err != nil {
 			return nil, err
 		}
@@ -298,8 +301,10 @@ func (s *Service) claimTarget(ctx context.Context, acc *gpurent.Account, id stri
 }
 
 // newOperation claims the target allocation and writes the operation
-// record; the instance's reason says what goes on.
-func (s *Service) newOperation(ctx context.Context, q gpurent.Queries, in *gpurent.Instance, t target, p sched.Placement, key, hash string, now time.Time) (*gpurent.Operation, error) {
+// record; the instance's reason says what goes on. wasRunning: the
+// instance runs (a rollback starts it again on what it had).
+func (s *Service) newOperation(ctx context.Context, q gpurent.Queries, in *gpurent.Instance, t target, p sched.Placement, key, hash string,
+	wasRunning bool, now time.Time) (*gpurent.Operation, error) {
 	from, err := q.OpenAllocation(ctx, in.ID)
 	if gpurent.IsCode(err, gpurent.CodeNotFound) {
 		from = nil
@@ -317,7 +322,7 @@ func (s *Service) newOperation(ctx context.Context, q gpurent.Queries, in *gpure
 	op := &gpurent.Operation{ID: gpurent.NewID(gpurent.PrefixOperation), InstanceID: in.ID, AccountID: in.AccountID,
 		Kind: t.kind, FromHostID: in.HostID, ToAllocationID: a.ID, ToHostID: p.HostID,
 		ToTypeID: t.typeID, ToCount: t.count, ToCPUMilli: t.cpuMilli, ToMemoryMiB: t.memoryMiB, ToZoneID: t.zoneID,
-		WasRunning: in.State == gpurent.StateRunning, IdempotencyKey: key, RequestHash: hash,
+		WasRunning: wasRunning, IdempotencyKey: key, RequestHash: hash,
 		CreatedAt: now, UpdatedAt: now}
 	if from != nil {
 		op.FromAllocationID = from.ID

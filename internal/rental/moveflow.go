@@ -195,6 +195,7 @@ func (s *Service) opTx(ctx context.Context, opID string, fn func(q gpurent.Queri
 	for attempt := 0; ; attempt++ {
 		var out *gpurent.Operation
 		var ch *opChange
+		var converge bool // the agents have something new to converge to
 		err := s.store.InTx(ctx, func(q gpurent.Queries) error {
 			op, err := q.OperationByID(ctx, opID)
 			if err != nil {
@@ -209,9 +210,14 @@ func (s *Service) opTx(ctx context.Context, opID string, fn func(q gpurent.Queri
 				return err
 			}
 			now := s.now().UTC()
+			step, alloc, host := op.Step, op.ToAllocationID, op.ToHostID
 			if ch, err = fn(q, op, in, now); err != nil || ch == nil {
 				return err
 			}
+			// What the hosts are asked follows from the step, the target
+			// and the instance; progress, messages and deadlines change
+			// none of it, so they wake no agent.
+			converge = ch.instance || op.Step != step || op.ToAllocationID != alloc || op.ToHostID != host
 			if ch.op {
 				op.UpdatedAt = now
 				if err := q.UpdateOperation(ctx, op); err != nil {
@@ -234,6 +240,9 @@ func (s *Service) opTx(ctx context.Context, opID string, fn func(q gpurent.Queri
 					return err
 				}
 			}
+			if !converge {
+				return nil
+			}
 			for _, h := range []string{op.FromHostID, op.ToHostID} {
 				if h != "" {
 					if _, err := q.BumpHostGeneration(ctx, h); err != nil {
@@ -250,7 +259,9 @@ func (s *Service) opTx(ctx context.Context, opID string, fn func(q gpurent.Queri
 			return nil, err
 		}
 		if ch != nil {
-			s.afterOperationChange(out)
+			if converge {
+				s.afterOperationChange(out)
+			}
 			if ch.notify != nil && s.cfg.Notify != nil {
 				s.cfg.Notify(ctx, ch.notify.AccountID, ch.notify.Kind, ch.notify.Message)
 			}

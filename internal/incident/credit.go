@@ -20,9 +20,21 @@ func (s *Service) credit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Incidents paid in an earlier tick are known without reading their
+	// timelines again; the set is kept to the incidents still listed.
+	s.mu.Lock()
+	paid := s.paid
+	s.paid = make(map[string]bool, len(paid))
+	for i := range list {
+		if paid[list[i].ID] {
+			s.paid[list[i].ID] = true
+		}
+	}
+	s.mu.Unlock()
 	for i := range list {
 		inc := &list[i]
-		if inc.State != gpurent.IncidentResolved || inc.Attribution != gpurent.AttrHost || inc.InstanceID == "" || inc.EndedAt == nil {
+		if inc.State != gpurent.IncidentResolved || inc.Attribution != gpurent.AttrHost || inc.InstanceID == "" || inc.EndedAt == nil ||
+			paid[inc.ID] {
 			continue
 		}
 		if inc.CreditKey == "" {
@@ -81,6 +93,7 @@ func (s *Service) pay(ctx context.Context, inc *gpurent.Incident) error {
 	}
 	for _, e := range entries {
 		if e.Kind == "credit" {
+			s.markPaid(inc.ID)
 			return nil
 		}
 	}
@@ -102,6 +115,7 @@ func (s *Service) pay(ctx context.Context, inc *gpurent.Incident) error {
 	if err := s.entry(ctx, inc.ID, "credit", msg); err != nil {
 		return err
 	}
+	s.markPaid(inc.ID)
 	in, err := s.store.InstanceByID(ctx, inc.InstanceID)
 	if err != nil {
 		return err
@@ -230,22 +244,47 @@ func (s *Service) monthly(ctx context.Context) error {
 		return err
 	}
 	byInstance := map[string][]gpurent.Incident{}
+	pending := map[string]bool{} // an incident of the month still open: not yet
 	for _, inc := range list {
-		if inc.Attribution == gpurent.AttrHost && inc.InstanceID != "" && inc.StartedAt.Before(to) && inc.EndedAt != nil {
-			byInstance[inc.InstanceID] = append(byInstance[inc.InstanceID], inc)
+		if inc.Attribution != gpurent.AttrHost || inc.InstanceID == "" || !inc.StartedAt.Before(to) {
+			continue
 		}
+		if inc.EndedAt == nil {
+			pending[inc.InstanceID] = true
+			continue
+		}
+		byInstance[inc.InstanceID] = append(byInstance[inc.InstanceID], inc)
 	}
 	ids := make([]string, 0, len(byInstance))
 	for id := range byInstance {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	s.mu.Lock()
+	done := s.monthsDone
+	if s.monthOf != from {
+		done, s.monthOf = map[string]bool{}, from // a new month to settle
+		s.monthsDone = done
+	}
+	s.mu.Unlock()
 	for _, id := range ids {
+		if pending[id] || done[id] {
+			continue
+		}
 		if err := s.monthCredit(ctx, id, byInstance[id], from, to); err != nil {
 			return err
 		}
+		s.mu.Lock()
+		done[id] = true // settled: later ticks of this process skip it
+		s.mu.Unlock()
 	}
 	return nil
+}
+
+func (s *Service) markPaid(incidentID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paid[incidentID] = true
 }
 
 func (s *Service) monthCredit(ctx context.Context, instanceID string, incs []gpurent.Incident, from, to time.Time) error {

@@ -58,6 +58,12 @@ type Service struct {
 	metrics *metrics
 	// openCount is how many incidents were open at the last tick.
 	openCount int
+	// paid are the recent incidents whose credit is posted; monthsDone
+	// the instances whose availability credit for the month starting at
+	// monthOf is settled (both: what this process needs not read again).
+	paid       map[string]bool
+	monthOf    time.Time
+	monthsDone map[string]bool
 }
 
 // sampleOf is a GPU's latest telemetry with where it is.
@@ -82,7 +88,8 @@ func New(cfg Config) *Service {
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
-	return &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger, samples: map[string]sampleOf{}, metrics: newMetrics()}
+	return &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger, samples: map[string]sampleOf{}, metrics: newMetrics(),
+		paid: map[string]bool{}, monthsDone: map[string]bool{}}
 }
 
 // Terms are the SLA terms the service applies.

@@ -63,7 +63,20 @@ type runDebit struct {
 func (s *Service) billRuns(ctx context.Context, b *rating.Book, runs []gpurent.UsageRun, now time.Time) (Debits, error) {
 	var out Debits
 	look := lookups{instances: map[string]*gpurent.Instance{}, spans: map[string][]planSpan{}, accounts: map[string]*gpurent.Account{},
-		void: map[string]bool{}, down: map[string][][2]time.Time{}}
+		void: map[string]bool{}}
+	if len(runs) > 0 {
+		// Every incident that can touch these runs, in one read.
+		since := runs[0].StartedAt
+		for _, r := range runs {
+			if r.StartedAt.Before(since) {
+				since = r.StartedAt
+			}
+		}
+		var err error
+		if look.down, err = s.hostDowntime(ctx, gpurent.IncidentFilter{Since: since}); err != nil {
+			return out, err
+		}
+	}
 	byAccount := map[string][]runDebit{}
 	var order []string // accounts in the order their first run came
 	var stop error
@@ -116,9 +129,6 @@ func (s *Service) owed(ctx context.Context, b *rating.Book, look *lookups, run g
 			return runDebit{}, false, err
 		}
 		look.instances[in.ID], look.spans[in.ID] = in, spans
-		if look.down[in.ID], err = s.hostDowntime(ctx, in.ID); err != nil {
-			return runDebit{}, false, err
-		}
 	}
 	acc := look.accounts[run.AccountID]
 	if acc == nil {
@@ -280,16 +290,17 @@ func (s *Service) voided(ctx context.Context, cache map[string]bool, allocationI
 	return v, nil
 }
 
-// hostDowntime is when faults of the platform's took the instance: its
-// host-attributed incidents, to the second (an open one up to now).
-func (s *Service) hostDowntime(ctx context.Context, instanceID string) ([][2]time.Time, error) {
-	incs, err := s.cfg.Store.ListIncidents(ctx, gpurent.IncidentFilter{InstanceID: instanceID})
+// hostDowntime is when faults of the platform's took each instance: the
+// host-attributed incidents f selects, by instance, to the second (an open
+// one up to now).
+func (s *Service) hostDowntime(ctx context.Context, f gpurent.IncidentFilter) (map[string][][2]time.Time, error) {
+	incs, err := s.cfg.Store.ListIncidents(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	var out [][2]time.Time
+	out := map[string][][2]time.Time{}
 	for _, in := range incs {
-		if in.Attribution != gpurent.AttrHost {
+		if in.Attribution != gpurent.AttrHost || in.InstanceID == "" {
 			continue
 		}
 		to := s.cfg.Now().UTC()
@@ -298,7 +309,7 @@ func (s *Service) hostDowntime(ctx context.Context, instanceID string) ([][2]tim
 		}
 		from := in.StartedAt.Truncate(time.Second)
 		if to = to.Truncate(time.Second).Add(time.Second); to.After(from) {
-			out = append(out, [2]time.Time{from, to})
+			out[in.InstanceID] = append(out[in.InstanceID], [2]time.Time{from, to})
 		}
 	}
 	return out, nil

@@ -139,7 +139,10 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 	names := map[string]*gpurent.Instance{}
 	plans := map[string][]planSpan{}
 	void := map[string]bool{}
-	down := map[string][][2]time.Time{}
+	down, err := s.hostDowntime(ctx, gpurent.IncidentFilter{AccountID: acc.ID, Since: from})
+	if err != nil {
+		return nil, err
+	}
 	for _, run := range runs {
 		end := run.LastSeenAt
 		if run.EndedAt != nil {
@@ -165,11 +168,6 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 			return nil, err
 		} else if void {
 			continue
-		}
-		if _, ok := down[in.ID]; !ok {
-			if down[in.ID], err = s.hostDowntime(ctx, in.ID); err != nil {
-				return nil, err
-			}
 		}
 		rated, err := rateRun(b, run, acc, end, plans[in.ID], down[in.ID])
 		if err != nil {

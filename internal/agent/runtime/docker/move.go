@@ -2,9 +2,7 @@ package docker
 
 import (
 	"context"
-	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -63,94 +61,51 @@ func (r *Runtime) Prepare(ctx context.Context, spec runtime.Spec) (runtime.Trees
 		return runtime.Trees{}, err
 	}
 	spec.VolumeName = r.volumeName(spec.VolumeName)
-	unlock, err := r.locks.lock(ctx, spec.InstanceID)
-	if err != nil {
-		return runtime.Trees{}, err
-	}
-	defer unlock()
-	if err := r.recoverCarry(ctx, spec.InstanceID); err != nil {
-		return runtime.Trees{}, err
-	}
 	name := r.name(spec.InstanceID)
-	// As in Run, each round finishes or clears one obstacle.
-	wait := false
-	for round := range maxRounds {
-		if wait {
-			if err := sleep(ctx, time.Duration(round)*20*time.Millisecond); err != nil {
-				return runtime.Trees{}, err
-			}
-		}
-		wait = false
-		c, found, err := r.inspect(ctx, name)
-		if err != nil {
-			return runtime.Trees{}, err
-		}
-		if found {
-			if err := checkOwned(c, spec.InstanceID); err != nil {
-				return runtime.Trees{}, err
-			}
-			ours := c.Config.Labels[runtime.LabelAllocation] == spec.AllocationID && r.inScope(c)
-			switch c.State.Status {
-			case container.StateDead, container.StateRemoving:
-				if err := r.removeContainer(ctx, c.ID); err != nil {
-					return runtime.Trees{}, err
-				}
-				wait = true
-				continue
-			case container.StateRunning, container.StateRestarting, container.StatePaused:
-				if !ours {
-					return runtime.Trees{}, gpurent.Errorf(gpurent.CodeConflict,
-						"instance %s runs on this host under allocation %s; it must stop before allocation %s can be prepared here",
-						spec.InstanceID, c.Config.Labels[runtime.LabelAllocation], spec.AllocationID)
-				}
-				return r.preparedTrees(ctx, c, spec)
-			default: // created, exited
-				if ours {
-					return r.preparedTrees(ctx, c, spec)
-				}
-			}
-			// A stopped container of another allocation: check the image
-			// and volume before removing it, so a bad spec loses nothing.
-			if err := r.prepare(ctx, spec); err != nil {
-				return runtime.Trees{}, err
-			}
-			r.log.Info("removing a stopped container of another allocation to prepare a move", "instance", spec.InstanceID,
-				"old_allocation", c.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID,
-				"old_scope", c.Config.Labels[LabelScope])
-			if err := r.removeContainer(ctx, c.ID); err != nil {
-				return runtime.Trees{}, err
-			}
-			continue
-		}
-		if err := r.prepare(ctx, spec); err != nil {
-			return runtime.Trees{}, err
-		}
-		cfg, host := r.containerConfig(spec)
-		created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
-		if cerrdefs.IsConflict(err) {
-			wait = true // being created by another process; look again
-			continue
-		}
-		if err != nil {
-			return runtime.Trees{}, wrap(err, "create the container of instance %s", spec.InstanceID)
-		}
-		for _, w := range created.Warnings {
-			r.log.Warn("docker warning on create", "instance", spec.InstanceID, "warning", w)
-		}
-		r.log.Info("container prepared for a move", "instance", spec.InstanceID, "allocation", spec.AllocationID,
-			"image", spec.Image, "gpus", len(spec.GPUUUIDs))
-		c, found, err = r.inspect(ctx, created.ID)
-		if err != nil {
-			return runtime.Trees{}, err
-		}
+	var trees runtime.Trees
+	err := r.rounds(ctx, spec.InstanceID, func(c container.InspectResponse, found bool) (next, error) {
+		var err error
 		if !found {
-			wait = true // removed by another process meanwhile
-			continue
+			id, taken, err := r.create(ctx, spec, name)
+			if err != nil || taken {
+				return roundWait, err
+			}
+			c, found, err := r.inspect(ctx, id)
+			if err != nil || !found {
+				return roundWait, err // !found: removed by another process meanwhile
+			}
+			trees, err = r.treesOf(ctx, c)
+			return roundDone, err
 		}
-		return r.treesOf(ctx, c)
-	}
-	return runtime.Trees{}, gpurent.Errorf(gpurent.CodeConflict,
-		"instance %s: its container keeps changing under us; try again", spec.InstanceID)
+		ours := c.Config.Labels[runtime.LabelAllocation] == spec.AllocationID && r.inScope(c)
+		switch c.State.Status {
+		case container.StateDead, container.StateRemoving:
+			return roundWait, r.removeContainer(ctx, c.ID)
+		case container.StateRunning, container.StateRestarting, container.StatePaused:
+			if !ours {
+				return roundDone, gpurent.Errorf(gpurent.CodeConflict,
+					"instance %s runs on this host under allocation %s; it must stop before allocation %s can be prepared here",
+					spec.InstanceID, c.Config.Labels[runtime.LabelAllocation], spec.AllocationID)
+			}
+			trees, err = r.preparedTrees(ctx, c, spec)
+			return roundDone, err
+		default: // created, exited
+			if ours {
+				trees, err = r.preparedTrees(ctx, c, spec)
+				return roundDone, err
+			}
+		}
+		// A stopped container of another allocation: check the image and
+		// volume before removing it, so a bad spec loses nothing.
+		if err := r.prepare(ctx, spec); err != nil {
+			return roundDone, err
+		}
+		r.log.Info("removing a stopped container of another allocation to prepare a move", "instance", spec.InstanceID,
+			"old_allocation", c.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID,
+			"old_scope", c.Config.Labels[LabelScope])
+		return roundAgain, r.removeContainer(ctx, c.ID)
+	})
+	return trees, err
 }
 
 // preparedTrees returns the trees of the container of spec's allocation

@@ -24,84 +24,116 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 		return runtime.Status{}, err
 	}
 	spec.VolumeName = r.volumeName(spec.VolumeName)
-	unlock, err := r.locks.lock(ctx, spec.InstanceID)
+	name := r.name(spec.InstanceID)
+	var st runtime.Status
+	err := r.rounds(ctx, spec.InstanceID, func(c container.InspectResponse, found bool) (next, error) {
+		if !found {
+			_, taken, err := r.create(ctx, spec, name)
+			if err != nil || taken {
+				return roundWait, err
+			}
+			if _, err := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{}); err != nil {
+				return roundDone, wrap(err, "start the container of instance %s", spec.InstanceID)
+			}
+			st, err = r.status(ctx, name)
+			return roundDone, err
+		}
+		if c.Config.Labels[runtime.LabelAllocation] == spec.AllocationID && r.inScope(c) {
+			done, err := r.resume(ctx, c)
+			if err != nil || !done {
+				return roundWait, err
+			}
+			st, err = r.status(ctx, name)
+			return roundDone, err
+		}
+		if err := r.prepare(ctx, spec); err != nil {
+			return roundDone, err
+		}
+		if r.cfg.CarryLayer != nil && r.inScope(c) {
+			var err error
+			st, err = r.replaceCarrying(ctx, c, spec)
+			return roundDone, err
+		}
+		r.log.Info("replacing container of another allocation", "instance", spec.InstanceID,
+			"old_allocation", c.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID,
+			"old_scope", c.Config.Labels[LabelScope])
+		return roundAgain, r.removeContainer(ctx, name)
+	})
+	return st, err
+}
+
+// next is what a round of rounds asks for.
+type next int
+
+const (
+	roundDone  next = iota // finished (or failed)
+	roundAgain             // an obstacle was cleared: look again at once
+	roundWait              // look again after a growing pause
+)
+
+// rounds runs step under the instance's lock, after recoverCarry, once per
+// look at the instance's container (found false: there is none; found true:
+// it is gpurent's, for this instance): each round either finishes or clears
+// one obstacle (an old container, a dead one, one another process is
+// creating — the daemon reserves the name a moment before the container
+// can be inspected).
+func (r *Runtime) rounds(ctx context.Context, instanceID string, step func(c container.InspectResponse, found bool) (next, error)) error {
+	unlock, err := r.locks.lock(ctx, instanceID)
 	if err != nil {
-		return runtime.Status{}, err
+		return err
 	}
 	defer unlock()
-	name := r.name(spec.InstanceID)
-	if err := r.recoverCarry(ctx, spec.InstanceID); err != nil {
-		return runtime.Status{}, err
+	if err := r.recoverCarry(ctx, instanceID); err != nil {
+		return err
 	}
-	// Each round either finishes or clears an obstacle: an old container,
-	// a dead one, or one another process is creating (the daemon reserves
-	// the name a moment before the container can be inspected).
+	name := r.name(instanceID)
 	wait := false
 	for round := range maxRounds {
 		if wait {
 			if err := sleep(ctx, time.Duration(round)*20*time.Millisecond); err != nil {
-				return runtime.Status{}, err
+				return err
 			}
 		}
-		wait = false
 		c, found, err := r.inspect(ctx, name)
 		if err != nil {
-			return runtime.Status{}, err
+			return err
 		}
 		if found {
-			if err := checkOwned(c, spec.InstanceID); err != nil {
-				return runtime.Status{}, err
+			if err := checkOwned(c, instanceID); err != nil {
+				return err
 			}
-			if c.Config.Labels[runtime.LabelAllocation] == spec.AllocationID && r.inScope(c) {
-				done, err := r.resume(ctx, c)
-				if err != nil {
-					return runtime.Status{}, err
-				}
-				if done {
-					return r.status(ctx, name)
-				}
-				wait = true
-				continue
-			}
-			if err := r.prepare(ctx, spec); err != nil {
-				return runtime.Status{}, err
-			}
-			if r.cfg.CarryLayer != nil && r.inScope(c) {
-				return r.replaceCarrying(ctx, c, spec)
-			}
-			r.log.Info("replacing container of another allocation", "instance", spec.InstanceID,
-				"old_allocation", c.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID,
-				"old_scope", c.Config.Labels[LabelScope])
-			if err := r.removeContainer(ctx, name); err != nil {
-				return runtime.Status{}, err
-			}
-			continue
 		}
-		if err := r.prepare(ctx, spec); err != nil {
-			return runtime.Status{}, err
+		n, err := step(c, found)
+		if err != nil || n == roundDone {
+			return err
 		}
-		cfg, host := r.containerConfig(spec)
-		created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
-		if cerrdefs.IsConflict(err) {
-			wait = true // being created by another process; look again
-			continue
-		}
-		if err != nil {
-			return runtime.Status{}, wrap(err, "create the container of instance %s", spec.InstanceID)
-		}
-		r.log.Info("container created", "instance", spec.InstanceID, "allocation", spec.AllocationID,
-			"image", spec.Image, "gpus", len(spec.GPUUUIDs))
-		for _, w := range created.Warnings {
-			// e.g. a kernel without swap accounting ignores MemorySwap.
-			r.log.Warn("docker warning on create", "instance", spec.InstanceID, "warning", w)
-		}
-		if _, err := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{}); err != nil {
-			return runtime.Status{}, wrap(err, "start the container of instance %s", spec.InstanceID)
-		}
-		return r.status(ctx, name)
+		wait = n == roundWait
 	}
-	return runtime.Status{}, gpurent.Errorf(gpurent.CodeConflict,
-		"instance %s: its container keeps changing under us; try again", spec.InstanceID)
+	return gpurent.Errorf(gpurent.CodeConflict, "instance %s: its container keeps changing under us; try again", instanceID)
+}
+
+// create checks the image and the volume, then creates the instance's
+// container for spec under name, not started. taken: another process is
+// creating that name (look again).
+func (r *Runtime) create(ctx context.Context, spec runtime.Spec, name string) (id string, taken bool, err error) {
+	if err := r.prepare(ctx, spec); err != nil {
+		return "", false, err
+	}
+	cfg, host := r.containerConfig(spec)
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
+	if cerrdefs.IsConflict(err) {
+		return "", true, nil
+	}
+	if err != nil {
+		return "", false, wrap(err, "create the container of instance %s", spec.InstanceID)
+	}
+	r.log.Info("container created", "instance", spec.InstanceID, "allocation", spec.AllocationID,
+		"image", spec.Image, "gpus", len(spec.GPUUUIDs))
+	for _, w := range created.Warnings {
+		// e.g. a kernel without swap accounting ignores MemorySwap.
+		r.log.Warn("docker warning on create", "instance", spec.InstanceID, "warning", w)
+	}
+	return created.ID, false, nil
 }
 
 // maxRounds bounds Run's attempts; with its growing waits a container that

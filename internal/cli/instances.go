@@ -286,59 +286,75 @@ func (a *app) actionCmd(act instanceAction) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// Ask for every instance first, so that they all progress on
-			// the server at once, then wait for each.
-			results := make(map[string]apiv1.Instance, len(ids))
-			err = a.each(cmd, ids, "instances", act.done, func(id string) error {
-				inst, err := act.call(c, cmd.Context(), id)
-				if err == nil {
-					results[id] = inst
-				}
-				return err
-			})
-			if wf.wait {
-				ctx, cancel := context.WithTimeout(cmd.Context(), wf.timeout)
-				defer cancel()
-				waited := make([]string, 0, len(results))
-				for _, id := range ids {
-					if _, ok := results[id]; ok {
-						waited = append(waited, id)
-					}
-				}
-				waitErr := a.each(cmd, waited, "instances", act.waitWhat, func(id string) error {
-					inst, err := a.poll(ctx, cmd, c, id, wf.timeout, act.until)
-					results[id] = inst
-					return err
+			return actOnEach(a, cmd, ids, wf, asJSON, act.done, act.waitWhat,
+				func(id string) (apiv1.Instance, error) { return act.call(c, cmd.Context(), id) },
+				func(ctx context.Context, id string, _ apiv1.Instance) (apiv1.Instance, error) {
+					return a.poll(ctx, cmd, c, id, wf.timeout, act.until)
+				},
+				[]string{"ID", "NAME", "STATE"},
+				func(id string, inst apiv1.Instance) []string {
+					return []string{firstNonEmpty(inst.ID, id), orDash(inst.Name), orDash(inst.State)}
 				})
-				err = errors.Join(err, waitErr)
-			}
-			if asJSON {
-				for _, id := range ids {
-					if inst, ok := results[id]; ok {
-						if werr := writeJSON(out(cmd), inst); werr != nil {
-							return werr
-						}
-					}
-				}
-				return err
-			}
-			if len(results) > 0 {
-				t := newTable(out(cmd), "ID", "NAME", "STATE")
-				for _, id := range ids {
-					if inst, ok := results[id]; ok {
-						t.row(firstNonEmpty(inst.ID, id), orDash(inst.Name), orDash(inst.State))
-					}
-				}
-				if ferr := t.flush(); ferr != nil {
-					return ferr
-				}
-			}
-			return err
 		},
 	}
 	cn.addFlags(cmd, true)
 	wf.add(cmd, act.waitWhat)
 	return cmd
+}
+
+// actOnEach asks call for every id first, so that they all progress on the
+// server at once; with --wait it then waits for each (wait answers the
+// result as it ended); and it prints what it got: JSON objects, or a table
+// of columns.
+func actOnEach[T any](a *app, cmd *cobra.Command, ids []string, wf waitFlags, asJSON bool, done, waitWhat string,
+	call func(id string) (T, error), wait func(ctx context.Context, id string, res T) (T, error),
+	columns []string, row func(id string, res T) []string) error {
+	results := make(map[string]T, len(ids))
+	err := a.each(cmd, ids, "instances", done, func(id string) error {
+		res, err := call(id)
+		if err == nil {
+			results[id] = res
+		}
+		return err
+	})
+	if wf.wait {
+		ctx, cancel := context.WithTimeout(cmd.Context(), wf.timeout)
+		defer cancel()
+		waited := make([]string, 0, len(results))
+		for _, id := range ids {
+			if _, ok := results[id]; ok {
+				waited = append(waited, id)
+			}
+		}
+		waitErr := a.each(cmd, waited, "instances", waitWhat, func(id string) error {
+			res, err := wait(ctx, id, results[id])
+			results[id] = res
+			return err
+		})
+		err = errors.Join(err, waitErr)
+	}
+	if asJSON {
+		for _, id := range ids {
+			if res, ok := results[id]; ok {
+				if werr := writeJSON(out(cmd), res); werr != nil {
+					return werr
+				}
+			}
+		}
+		return err
+	}
+	if len(results) > 0 {
+		t := newTable(out(cmd), columns...)
+		for _, id := range ids {
+			if res, ok := results[id]; ok {
+				t.row(row(id, res)...)
+			}
+		}
+		if ferr := t.flush(); ferr != nil {
+			return ferr
+		}
+	}
+	return err
 }
 
 // each runs fn for every id. With one id its error is returned as is; with

@@ -456,73 +456,35 @@ func (a *app) startCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			results := make(map[string]apiv1.StartResult, len(ids))
-			err = a.each(cmd, ids, "instances", "started", func(id string) error {
-				var res apiv1.StartResult
-				var err error
-				if opts.Move || opts.Queue {
-					res, err = c.StartInstanceWith(cmd.Context(), id, opts, "")
-				} else {
-					res.Instance, err = c.StartInstance(cmd.Context(), id)
-				}
-				if err == nil {
-					results[id] = res
-				}
-				return err
-			})
-			if wf.wait {
-				ctx, cancel := context.WithTimeout(cmd.Context(), wf.timeout)
-				defer cancel()
-				waited := make([]string, 0, len(results))
-				for _, id := range ids {
-					if _, ok := results[id]; ok {
-						waited = append(waited, id)
+			return actOnEach(a, cmd, ids, wf, asJSON, "started", "running",
+				func(id string) (apiv1.StartResult, error) {
+					if opts.Move || opts.Queue {
+						return c.StartInstanceWith(cmd.Context(), id, opts, "")
 					}
-				}
-				waitErr := a.each(cmd, waited, "instances", "running", func(id string) error {
-					res := results[id]
+					inst, err := c.StartInstance(cmd.Context(), id)
+					return apiv1.StartResult{Instance: inst}, err
+				},
+				func(ctx context.Context, id string, res apiv1.StartResult) (apiv1.StartResult, error) {
 					if op := res.Operation; op != nil {
 						// A moved or queued start runs once its operation is done.
 						done, err := a.waitOperation(ctx, cmd, c, *op, wf.timeout)
 						res.Operation = &done
-						results[id] = res
 						if err != nil {
-							return err
+							return res, err
 						}
 					}
 					inst, err := a.poll(ctx, cmd, c, id, wf.timeout, untilRunning)
 					res.Instance = inst
-					results[id] = res
-					return err
+					return res, err
+				},
+				[]string{"ID", "NAME", "STATE", "OPERATION"},
+				func(id string, res apiv1.StartResult) []string {
+					opText := "-"
+					if op := res.Operation; op != nil {
+						opText = op.ID + " " + stepText(*op)
+					}
+					return []string{firstNonEmpty(res.ID, id), orDash(res.Name), orDash(res.State), opText}
 				})
-				err = errors.Join(err, waitErr)
-			}
-			if asJSON {
-				for _, id := range ids {
-					if res, ok := results[id]; ok {
-						if werr := writeJSON(out(cmd), res); werr != nil {
-							return werr
-						}
-					}
-				}
-				return err
-			}
-			if len(results) > 0 {
-				t := newTable(out(cmd), "ID", "NAME", "STATE", "OPERATION")
-				for _, id := range ids {
-					if res, ok := results[id]; ok {
-						opText := "-"
-						if op := res.Operation; op != nil {
-							opText = op.ID + " " + stepText(*op)
-						}
-						t.row(firstNonEmpty(res.ID, id), orDash(res.Name), orDash(res.State), opText)
-					}
-				}
-				if ferr := t.flush(); ferr != nil {
-					return ferr
-				}
-			}
-			return err
 		},
 	}
 	cn.addFlags(cmd, true)

@@ -124,23 +124,7 @@ func (s *Store) ListGPUEvents(ctx context.Context, f gpurent.GPUEventFilter) ([]
 	} else {
 		q += ` ORDER BY at, seq`
 	}
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, s.dbErr(err, "list GPU events")
-	}
-	defer rows.Close()
-	out := []gpurent.GPUEvent{}
-	for rows.Next() {
-		e, err := scanGPUEvent(rows)
-		if err != nil {
-			return nil, s.dbErr(err, "list GPU events")
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err, "list GPU events")
-	}
-	return out, nil
+	return queryAll(ctx, s, "list GPU events", q, scanGPUEvent, args...)
 }
 
 // checkGPUHealth refuses a health the store does not know.
@@ -345,23 +329,13 @@ func (s *Store) ListIncidents(ctx context.Context, f gpurent.IncidentFilter) ([]
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	rows, err := s.query(ctx, q+` ORDER BY started_at DESC, seq DESC`, args...)
-	if err != nil {
-		return nil, s.dbErr(err, "list incidents")
-	}
-	defer rows.Close()
-	out := []gpurent.Incident{}
-	for rows.Next() {
-		in, err := scanIncident(rows)
+	return queryAll(ctx, s, "list incidents", q+` ORDER BY started_at DESC, seq DESC`, func(r rowScanner) (gpurent.Incident, error) {
+		in, err := scanIncident(r)
 		if err != nil {
-			return nil, s.dbErr(err, "list incidents")
+			return gpurent.Incident{}, err
 		}
-		out = append(out, *in)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err, "list incidents")
-	}
-	return out, nil
+		return *in, nil
+	}, args...)
 }
 
 // AddIncidentEntry appends e to its incident's timeline (not_found for an
@@ -393,22 +367,14 @@ func (s *Store) AddIncidentEntry(ctx context.Context, e *gpurent.IncidentEntry) 
 // ListIncidentEntries returns the incident's timeline, oldest first (ties
 // in insertion order); not_found for an unknown incident.
 func (s *Store) ListIncidentEntries(ctx context.Context, incidentID string) ([]gpurent.IncidentEntry, error) {
-	rows, err := s.query(ctx, `SELECT incident_id, at, kind, message FROM incident_entries
-WHERE incident_id = ? ORDER BY at, seq`, incidentID)
-	if err != nil {
-		return nil, s.dbErr(err, "list incident entries")
-	}
-	defer rows.Close()
-	out := []gpurent.IncidentEntry{}
-	for rows.Next() {
+	out, err := queryAll(ctx, s, "list incident entries", `SELECT incident_id, at, kind, message FROM incident_entries
+WHERE incident_id = ? ORDER BY at, seq`, func(r rowScanner) (gpurent.IncidentEntry, error) {
 		var e gpurent.IncidentEntry
-		if err := rows.Scan(&e.IncidentID, timeCol{&e.At}, &e.Kind, &e.Message); err != nil {
-			return nil, s.dbErr(err, "list incident entries")
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err, "list incident entries")
+		err := r.Scan(&e.IncidentID, timeCol{&e.At}, &e.Kind, &e.Message)
+		return e, err
+	}, incidentID)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		ok, err := s.exists(ctx, `SELECT 1 FROM incidents WHERE id = ?`, incidentID)

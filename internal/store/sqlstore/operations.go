@@ -198,23 +198,14 @@ func (s *Store) ListOperations(ctx context.Context, f gpurent.OperationFilter) (
 	if len(conds) > 0 {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
-	rows, err := s.query(ctx, `SELECT `+operationCols+` FROM operations`+where+` ORDER BY created_at DESC, seq DESC`, args...)
-	if err != nil {
-		return nil, s.dbErr(err, "list operations")
-	}
-	defer rows.Close()
-	out := []gpurent.Operation{}
-	for rows.Next() {
-		op, err := scanOperation(rows)
-		if err != nil {
-			return nil, s.dbErr(err, "list operations")
-		}
-		out = append(out, *op)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err, "list operations")
-	}
-	return out, nil
+	return queryAll(ctx, s, "list operations", `SELECT `+operationCols+` FROM operations`+where+` ORDER BY created_at DESC, seq DESC`,
+		func(r rowScanner) (gpurent.Operation, error) {
+			op, err := scanOperation(r)
+			if err != nil {
+				return gpurent.Operation{}, err
+			}
+			return *op, nil
+		}, args...)
 }
 
 // UpdateOperation writes every field but ID, InstanceID, AccountID, Kind,

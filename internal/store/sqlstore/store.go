@@ -588,3 +588,25 @@ func placeholders(n int) string {
 	}
 	return string(b)
 }
+
+// queryAll runs a read and scans every row with scan; what names the read
+// in errors. An empty result is an empty, non-nil slice.
+func queryAll[T any](ctx context.Context, s *Store, what, query string, scan func(rowScanner) (T, error), args ...any) ([]T, error) {
+	rows, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, s.dbErr(err, what)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, s.dbErr(err, what)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, what)
+	}
+	return out, nil
+}

@@ -159,7 +159,7 @@ func (j *runJournal) ack(ids []string) bool {
 	return changed
 }
 
-// save writes the journal atomically and durably (temp file, fsync, rename).
+// save writes the journal atomically and durably (writeDurably).
 func (j *runJournal) save() error {
 	j.mu.Lock()
 	b, err := json.Marshal(j.state)
@@ -167,21 +167,5 @@ func (j *runJournal) save() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(j.path), ".runs.*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), j.path)
+	return writeDurably(j.path, b)
 }

@@ -56,33 +56,14 @@ func (a *Agent) loadCredentials() (credentials, bool) {
 	return c, true
 }
 
-// saveCredentials writes c with mode 0600, atomically.
+// saveCredentials writes c with mode 0600 (writeDurably's temporary file
+// is made so), atomically.
 func (a *Agent) saveCredentials(c credentials) error {
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(a.credsAt), ".agent-credentials.*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), a.credsAt)
+	return writeDurably(a.credsAt, append(b, '\n'))
 }
 
 func (a *Agent) token() string {

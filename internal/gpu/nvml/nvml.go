@@ -99,22 +99,34 @@ type probed struct {
 	info gpu.Device
 }
 
+// begin starts a read of every GPU (what names it in errors): ctx still
+// live, the provider open (held so until unlock), and the GPU count.
+func (p *Provider) begin(ctx context.Context, what string) (count int, unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "%s", what)
+	}
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		return 0, nil, gpurent.Errorf(gpurent.CodeUnavailable, "NVML provider is closed")
+	}
+	n, ret := p.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		p.mu.RUnlock()
+		return 0, nil, gpurent.WrapError(gpurent.CodeUnavailable, ret, "NVML could not count the GPUs")
+	}
+	return n, p.mu.RUnlock, nil
+}
+
 // Devices lists the GPUs NVML sees, in NVML index order. A device NVML
 // cannot read (fallen off the bus, lost) is left out and logged: the
 // control plane then sees it missing.
 func (p *Provider) Devices(ctx context.Context) ([]gpu.Device, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "list GPUs")
+	count, unlock, err := p.begin(ctx, "list GPUs")
+	if err != nil {
+		return nil, err
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return nil, gpurent.Errorf(gpurent.CodeUnavailable, "NVML provider is closed")
-	}
-	count, ret := p.lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
-		return nil, gpurent.WrapError(gpurent.CodeUnavailable, ret, "NVML could not count the GPUs")
-	}
+	defer unlock()
 	found := make([]probed, 0, count)
 	for i := range count {
 		dev, ret := p.lib.DeviceGetHandleByIndex(i)

@@ -31,18 +31,11 @@ const waitMillis = 500
 // actions) and delivers them until ctx ends or the provider is closed.
 // Each call has its own event set.
 func (p *Provider) Events(ctx context.Context) (<-chan gpu.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "watch GPUs")
+	count, unlock, err := p.begin(ctx, "watch GPUs")
+	if err != nil {
+		return nil, err
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return nil, gpurent.Errorf(gpurent.CodeUnavailable, "NVML provider is closed")
-	}
-	count, ret := p.lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
-		return nil, gpurent.WrapError(gpurent.CodeUnavailable, ret, "NVML could not count the GPUs")
-	}
+	defer unlock()
 	set, ret := p.lib.EventSetCreate()
 	if ret != gonvml.SUCCESS {
 		return nil, gpurent.WrapError(gpurent.CodeUnavailable, ret, "NVML could not create an event set")
@@ -178,18 +171,11 @@ func (p *Provider) xidTotal(uuid string) int64 {
 // support (ECC on GeForce, NVLink on PCIe boards) stays zero; a GPU NVML
 // cannot read at all is left out, as Devices leaves it out.
 func (p *Provider) Samples(ctx context.Context) ([]gpu.Sample, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "sample GPUs")
+	count, unlock, err := p.begin(ctx, "sample GPUs")
+	if err != nil {
+		return nil, err
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return nil, gpurent.Errorf(gpurent.CodeUnavailable, "NVML provider is closed")
-	}
-	count, ret := p.lib.DeviceGetCount()
-	if ret != gonvml.SUCCESS {
-		return nil, gpurent.WrapError(gpurent.CodeUnavailable, ret, "NVML could not count the GPUs")
-	}
+	defer unlock()
 	out := make([]gpu.Sample, 0, count)
 	for i := range count {
 		dev, ret := p.lib.DeviceGetHandleByIndex(i)

@@ -64,6 +64,8 @@ type Service struct {
 	paid       map[string]bool
 	monthOf    time.Time
 	monthsDone map[string]bool
+	// hostsCheckedAt is when silent hosts were last looked for.
+	hostsCheckedAt time.Time
 }
 
 // sampleOf is a GPU's latest telemetry with where it is.

@@ -38,11 +38,22 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 // silent longer than HostDownAfter. Its data is on that host, so it waits
 // for it; the runs were closed at the last heartbeat (not billed).
 func (s *Service) hostsDown(ctx context.Context) error {
+	// A host is down after HostDownAfter of silence: looking a few times
+	// in that span is enough (the fleet list is the tick's largest read).
+	now := s.now()
+	s.mu.Lock()
+	due := now.Sub(s.hostsCheckedAt) >= s.cfg.HostDownAfter/6
+	if due {
+		s.hostsCheckedAt = now
+	}
+	s.mu.Unlock()
+	if !due {
+		return nil
+	}
 	hosts, err := s.store.ListHosts(ctx)
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	for i := range hosts {
 		h := &hosts[i]
 		if h.LastSeenAt == nil || now.Sub(*h.LastSeenAt) <= s.cfg.HostDownAfter {

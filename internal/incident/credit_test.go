@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/health"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/sla"
@@ -199,5 +200,36 @@ func TestCreditOnceAndCapped(t *testing.T) {
 	}
 	if _, paid := w.g.fen["sla:incident:"+late.ID]; paid {
 		t.Fatal("a credit past the cap was posted")
+	}
+}
+
+// TestBurstAcrossReports: Xid 48 in one report and Xid 63 in the next are
+// one burst: the second makes it drain+reset, and the incident the first
+// opened is the same fault, not an earlier one to escalate to RMA.
+func TestBurstAcrossReports(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	w.clk.t = w.t0.Add(time.Hour)
+	gpuID := w.host.GPUs[0].ID
+	report := func(id string, xid int) {
+		t.Helper()
+		rep := agentproto.Report{Health: []agentproto.HealthEvent{{ID: id, UUID: gpuID, At: w.clk.t, Kind: "xid", Xid: xid}}}
+		if acked, err := w.svc.Ingest(ctx, w.host, rep); err != nil || len(acked) != 1 {
+			t.Fatalf("ingest %s: %v, %v", id, acked, err)
+		}
+	}
+	report("e1", 48)
+	w.clk.t = w.clk.t.Add(10 * time.Second)
+	report("e2", 63)
+	incs, err := w.st.ListIncidents(ctx, gpurent.IncidentFilter{GPUID: gpuID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var classes []gpurent.FaultClass
+	for _, in := range incs {
+		classes = append(classes, in.Class)
+	}
+	if len(incs) != 2 || incs[0].Class != gpurent.FaultDrainReset || incs[1].Class != gpurent.FaultReset {
+		t.Fatalf("incidents %v, want drain_reset after reset (newest first), no RMA", classes)
 	}
 }

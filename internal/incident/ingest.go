@@ -106,10 +106,21 @@ func (s *Service) evaluate(ctx context.Context, hostID, gpuID string) error {
 	if err != nil {
 		return err
 	}
-	v, why := health.Escalate(v, history, gpuID, now)
+	// The GPU's past is its incidents before this burst: one this burst
+	// already opened (its first events came in an earlier report) is the
+	// same fault, not a repeat to escalate.
 	start := burst[0].At
+	var past, this []gpurent.Incident
 	for _, in := range history {
-		if !in.StartedAt.Before(start) && severity(in.Class) >= severity(v.Class) {
+		if in.StartedAt.Before(start) {
+			past = append(past, in)
+		} else {
+			this = append(this, in)
+		}
+	}
+	v, why := health.Escalate(v, past, gpuID, now)
+	for _, in := range this {
+		if severity(in.Class) >= severity(v.Class) {
 			return nil // this burst was acted on
 		}
 	}

@@ -145,6 +145,13 @@ type GPU struct {
 	// Filled by reads from the open allocation holding the GPU, if any.
 	AllocationID string
 	InstanceID   string
+	// Filled by reads: the open benchmark job holding the GPU ("" none),
+	// and, from its certification, the listing price as a share of the
+	// list price in permille (0: no certification stored, full price) and
+	// whether it is listed only as degraded (CertDegraded).
+	BenchJobID    string
+	PricePermille int
+	Degraded      bool
 }
 
 // InstanceState is the lifecycle state of an instance.
@@ -235,6 +242,10 @@ type Allocation struct {
 	EndedAt     *time.Time
 	StartReason string // start, upgrade, migrate, failover
 	EndReason   string // stop, delete, failed, upgrade, migrate, failover
+	// PricePermille is the share of the list price the allocation is
+	// billed at, in permille: 0 (or 1000) for full price, less on GPUs
+	// listed as degraded (the mean of its GPUs' shares).
+	PricePermille int
 }
 
 // Volume is an instance's data disk; it survives stop and start.

@@ -141,6 +141,37 @@ type Queries interface {
 	AddIncidentEntry(ctx context.Context, e *IncidentEntry) error
 	ListIncidentEntries(ctx context.Context, incidentID string) ([]IncidentEntry, error)
 
+	// Benchmarks (issue #7). CreateBenchJob writes a queued job (ID and
+	// CreatedAt filled when empty, GPUIDs sorted) and bumps the host's
+	// generation; for a reason that holds (BenchReason.Holds) it also holds
+	// the GPUs: a conflict, writing nothing, when any is held by an open
+	// allocation or by another open job (a database rule decides, as for
+	// allocations), and CreateAllocation is in turn a conflict on a GPU an
+	// open job holds. SetBenchJobRunning moves a queued job to running
+	// (false when it was not queued). FinishBenchJob applies f in one
+	// transaction (see BenchFinish); false, writing nothing, when the job
+	// was finished already. BenchRecords returns a job's raw record lines
+	// in the order stored. ListBenchSummaries is oldest first. A job of
+	// another tier than t1/t2, without GPUs or with one twice, or a verify
+	// without its instance and account, is invalid. A usage run whose
+	// PricePermille is 0 takes its allocation's when it is stored.
+	CreateBenchJob(ctx context.Context, j *BenchJob) error
+	BenchJobByID(ctx context.Context, id string) (*BenchJob, error)
+	ListBenchJobs(ctx context.Context, f BenchJobFilter) ([]BenchJob, error)
+	SetBenchJobRunning(ctx context.Context, id string, at time.Time) (bool, error)
+	FinishBenchJob(ctx context.Context, f *BenchFinish) (bool, error)
+	BenchRecords(ctx context.Context, jobID string) ([][]byte, error)
+	ListBenchSummaries(ctx context.Context, f BenchSummaryFilter) ([]BenchSummary, error)
+	// GPU certification. SetGPUCert writes a GPU's certification (insert
+	// or replace; not_found for an unknown GPU). ListGPUCerts lists the
+	// stored ones, of one host or ("") all, by host and GPU index.
+	// CertSettings answers the defaults (delist, weekly, t2) until
+	// SaveCertSettings stores others.
+	SetGPUCert(ctx context.Context, c *GPUCert) error
+	ListGPUCerts(ctx context.Context, hostID string) ([]GPUCert, error)
+	CertSettings(ctx context.Context) (*CertSettings, error)
+	SaveCertSettings(ctx context.Context, s *CertSettings) error
+
 	// Events, oldest first.
 	AddEvent(ctx context.Context, e *Event) error
 	ListEvents(ctx context.Context, instanceID string) ([]Event, error)

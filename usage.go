@@ -37,10 +37,13 @@ type UsageRun struct {
 	AccountID    string
 	TypeID       string
 	GPUCount     int
-	StartedAt    time.Time
-	EndedAt      *time.Time
-	EndReason    string
-	LastSeenAt   time.Time
+	// PricePermille is the allocation's share of the list price (0:
+	// full), copied when the run is created.
+	PricePermille int
+	StartedAt     time.Time
+	EndedAt       *time.Time
+	EndReason     string
+	LastSeenAt    time.Time
 	// DebitedFen is what was posted to the ledger for the run so far;
 	// Settled is set once the run ended and its final debit is posted.
 	DebitedFen int64

@@ -11,6 +11,13 @@
 // removes one). Instances keep running while the agent restarts; the new
 // agent adopts them through the runtime.
 //
+// Benchmark jobs (compute transparency) run inside the agent's process,
+// through its BenchRunner: one at a time, in the order the desired state
+// lists them, each at most once per process, canceled as soon as the
+// desired state drops them (benchjob.go). Unlike instances, a job in
+// progress ends when the agent stops; the next agent runs it again if the
+// control plane still asks for it.
+//
 // Protocol: internal/agentproto. Credentials (host id and agent token) are
 // kept in the state directory, mode 0600, and reused after a restart; when
 // the control plane rejects them the agent registers again with the join
@@ -88,6 +95,10 @@ type Config struct {
 	// events: default /dev/kmsg with the NVML provider, none with others;
 	// KernelLogOff turns it off.
 	KernelLog string
+	// Bench runs the benchmark jobs of the desired state (the Docker
+	// runner, or a SyntheticRunner with fake GPUs). Nil: the agent
+	// refuses every job, reporting it failed.
+	Bench BenchRunner
 }
 
 // AccessEndpoint is the agent's SSH access server as the control plane
@@ -135,6 +146,9 @@ type Agent struct {
 	expects  map[string]bool        // operations this host takes a push for
 	// life ends the move workers when Run returns.
 	life context.Context
+
+	// bench holds the benchmark jobs (benchjob.go), under its own lock.
+	bench *benchState
 }
 
 // New checks cfg, fills its defaults and makes an agent.
@@ -209,6 +223,7 @@ func New(cfg Config) (*Agent, error) {
 		ignored:  map[string]bool{},
 		moves:    map[string]*moveWorker{},
 		expects:  map[string]bool{},
+		bench:    newBenchState(),
 		life:     context.Background(),
 	}
 	if a.runs, err = openJournal(cfg.StateDir); err != nil {
@@ -293,7 +308,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		errMu sync.Mutex
 		first error
 	)
-	for _, loop := range []func(context.Context) error{a.pollLoop, a.convergeLoop, a.heartbeatLoop, a.healthLoop} {
+	for _, loop := range []func(context.Context) error{a.pollLoop, a.convergeLoop, a.heartbeatLoop, a.healthLoop, a.benchLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

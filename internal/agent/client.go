@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
 )
 
@@ -87,6 +88,39 @@ func (a *Agent) call(ctx context.Context, method, path, token string, timeout ti
 	}
 	_, _ = io.Copy(io.Discard, lr)
 	return true, nil
+}
+
+// postBench posts one benchmark result, retrying with the agent's backoff
+// while the control plane is unreachable or answers 5xx, and registering
+// again when it rejects the token. It returns nil once the result is
+// taken, ctx's error when ctx ends first, and the control plane's refusal
+// otherwise (not_found: the job is unknown or finished).
+func (a *Agent) postBench(ctx context.Context, res agentproto.BenchResult) error {
+	bo := newBackoff(a.cfg.RetryMin, a.cfg.RetryMax)
+	for {
+		token := a.token()
+		_, err := a.call(ctx, "POST", agentproto.PathBench, token, requestTimeout, res, nil)
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case gpurent.IsCode(err, gpurent.CodeUnauthorized):
+			if rerr := a.reauth(ctx, token); rerr == nil {
+				continue
+			} else if ctx.Err() == nil {
+				a.log.Warn("agent: cannot register again to post a benchmark result", "job", res.JobID, "err", rerr)
+			}
+		case permanent(err):
+			return err
+		}
+		delay := bo.next()
+		a.log.Warn("agent: cannot post a benchmark result; retrying", "job", res.JobID, "state", res.State,
+			"err", err, "retry_in", delay)
+		if !sleepCtx(ctx, delay) {
+			return ctx.Err()
+		}
+	}
 }
 
 // answerError turns a non-2xx answer into an error, with the problem+json

@@ -42,28 +42,42 @@ type controlPlane struct {
 	reports       []agentproto.Report
 	// ackHealth makes report answers acknowledge the health events.
 	ackHealth bool
+	// benchPosts are the benchmark results posted (and answered 204).
+	benchPosts []agentproto.BenchResult
+	// benchAnswer answers a post of "<job>/<state>" with that status
+	// instead of taking it (404: the job is unknown or finished).
+	benchAnswer map[string]int
+	// benchFlaky answers the next so many bench posts 503.
+	benchFlaky int
+	// benchRefused counts the posts answered other than 204, by
+	// "<job>/<state>".
+	benchRefused map[string]int
 }
 
 type fakeHost struct {
 	id         string
 	generation int64
 	instances  []agentproto.DesiredInstance
+	bench      []agentproto.BenchJob
 }
 
 func newControlPlane(t *testing.T) *controlPlane {
 	cp := &controlPlane{
-		t:           t,
-		joinToken:   "join-" + gpurent.RandomSecret(10),
-		changed:     make(chan struct{}),
-		closing:     make(chan struct{}),
-		pollTimeout: 10 * time.Minute,
-		hosts:       map[string]*fakeHost{},
-		tokens:      map[string]string{},
+		t:            t,
+		joinToken:    "join-" + gpurent.RandomSecret(10),
+		changed:      make(chan struct{}),
+		closing:      make(chan struct{}),
+		pollTimeout:  10 * time.Minute,
+		hosts:        map[string]*fakeHost{},
+		tokens:       map[string]string{},
+		benchAnswer:  map[string]int{},
+		benchRefused: map[string]int{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+agentproto.PathRegister, cp.register)
 	mux.HandleFunc("GET "+agentproto.PathDesired, cp.desired)
 	mux.HandleFunc("POST "+agentproto.PathReport, cp.report)
+	mux.HandleFunc("POST "+agentproto.PathBench, cp.benchResult)
 	cp.srv = httptest.NewServer(mux) // loopback only
 	t.Cleanup(func() {
 		close(cp.closing)
@@ -189,7 +203,8 @@ func (cp *controlPlane) desired(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if h.generation > after && (first || !cp.deaf) {
-			d := agentproto.Desired{HostID: h.id, Generation: h.generation, Instances: slices.Clone(h.instances)}
+			d := agentproto.Desired{HostID: h.id, Generation: h.generation, Instances: slices.Clone(h.instances),
+				Bench: slices.Clone(h.bench)}
 			cp.mu.Unlock()
 			reply(w, d)
 			return
@@ -206,7 +221,8 @@ func (cp *controlPlane) desired(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 		case <-timeout.C:
 			cp.mu.Lock()
-			d := agentproto.Desired{HostID: h.id, Generation: h.generation, Instances: slices.Clone(h.instances)}
+			d := agentproto.Desired{HostID: h.id, Generation: h.generation, Instances: slices.Clone(h.instances),
+				Bench: slices.Clone(h.bench)}
 			cp.mu.Unlock()
 			reply(w, d)
 			return
@@ -242,6 +258,74 @@ func (cp *controlPlane) report(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, resp)
+}
+
+// benchResult takes a benchmark result: 204, or what benchAnswer or
+// benchFlaky say.
+func (cp *controlPlane) benchResult(w http.ResponseWriter, r *http.Request) {
+	if cp.refuseIfDown(w) {
+		return
+	}
+	if _, ok := cp.authenticate(w, r); !ok {
+		return
+	}
+	var res agentproto.BenchResult
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil || res.JobID == "" {
+		problem(w, http.StatusBadRequest, gpurent.CodeInvalid, "bad benchmark result")
+		return
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	defer cp.broadcastLocked()
+	status := cp.benchAnswer[res.JobID+"/"+res.State]
+	if status == 0 && cp.benchFlaky > 0 {
+		cp.benchFlaky--
+		status = http.StatusServiceUnavailable
+	}
+	if status != 0 {
+		cp.benchRefused[res.JobID+"/"+res.State]++
+		problem(w, status, codeOfStatus(status), "benchmark result not taken")
+		return
+	}
+	cp.benchPosts = append(cp.benchPosts, res)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func codeOfStatus(status int) gpurent.Code {
+	switch status {
+	case http.StatusNotFound:
+		return gpurent.CodeNotFound
+	case http.StatusServiceUnavailable:
+		return gpurent.CodeUnavailable
+	}
+	return gpurent.CodeInvalid
+}
+
+// setBench replaces the benchmark jobs of host name and bumps its
+// generation.
+func (cp *controlPlane) setBench(name string, jobs ...agentproto.BenchJob) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	h := cp.hosts[name]
+	if h == nil {
+		cp.t.Fatalf("control plane: host %s not registered", name)
+	}
+	h.generation++
+	h.bench = slices.Clone(jobs)
+	cp.broadcastLocked()
+}
+
+// benchPostsOf returns the results taken for job. cp.mu is held.
+func (cp *controlPlane) benchPostsOf(job string) []agentproto.BenchResult {
+	var out []agentproto.BenchResult
+	for _, res := range cp.benchPosts {
+		if res.JobID == job {
+			out = append(out, res)
+		}
+	}
+	return out
 }
 
 // setDesired replaces the desired instances of host name and bumps its

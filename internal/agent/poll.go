@@ -86,12 +86,15 @@ func (a *Agent) fetchDesired(ctx context.Context, token string, after int64) (*a
 }
 
 // setDesired keeps d as the state to converge to and wakes the converge
-// loop; an older state still waiting is simply replaced.
+// loop; an older state still waiting is simply replaced. Its benchmark jobs
+// go to the bench loop at once: a job it no longer lists is canceled now,
+// not after the convergence.
 func (a *Agent) setDesired(d *agentproto.Desired) {
 	a.mu.Lock()
 	a.desired = d
 	a.mu.Unlock()
 	a.generation.Store(d.Generation)
+	a.bench.update(d.Bench)
 	select {
 	case a.kick <- struct{}{}:
 	default:

@@ -9,6 +9,7 @@
 //	GET  /agent/v1/desired?after=N   → Desired (long poll: answers as soon as the
 //	                                   host's generation exceeds N, else after ~25 s)
 //	POST /agent/v1/report     Report → ReportResponse
+//	POST /agent/v1/bench      BenchResult → 204 | 404 (a benchmark job's progress and records)
 //
 // All but register carry "Authorization: Bearer <agent token>".
 package agentproto
@@ -115,6 +116,9 @@ type Desired struct {
 	HostID     string            `json:"host_id"`
 	Generation int64             `json:"generation"`
 	Instances  []DesiredInstance `json:"instances"`
+	// Bench are the benchmark jobs the host should run, in order, one at
+	// a time (bench.go); a job that leaves the list is canceled.
+	Bench []BenchJob `json:"bench,omitempty"`
 }
 
 // DesiredInstance is one instance the host should hold.

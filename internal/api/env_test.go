@@ -24,6 +24,7 @@ import (
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/certification"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
@@ -57,6 +58,7 @@ type env struct {
 
 	// incidents is the real health service over st.
 	incidents *incident.Service
+	cert      *certification.Service
 }
 
 type envOpts struct {
@@ -83,9 +85,16 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	e.fakePay = wallet.NewFakeProvider("fake", "test-callback-secret", "http://127.0.0.1:1")
 	e.wallet = wallet.New(wallet.Config{Store: st, Logger: log, Providers: []wallet.PaymentProvider{e.fakePay}})
 	e.incidents = newIncidents(t, st, e.rental, e.wallet, log)
+	cert, err := certification.New(certification.Config{Store: st, Logger: log, AcceptSynthetic: true, Incidents: e.incidents,
+		Invalidate: e.rental.Invalidate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cert = cert
 	e.srv = New(Config{Wallet: e.wallet, Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing, Incidents: e.incidents,
-		Academic: academic.New(academic.Config{Store: st, Logger: log}),
-		Metering: metering.New(metering.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
+		Certification: cert,
+		Academic:      academic.New(academic.Config{Store: st, Logger: log}),
+		Metering:      metering.New(metering.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
 	e.h = e.srv.Handler()
 	return e
 }

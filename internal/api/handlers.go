@@ -16,6 +16,7 @@ import (
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/rental"
+	"github.com/gpurent/gpurent/internal/sched"
 )
 
 //go:embed openapi.json
@@ -187,7 +188,49 @@ func (s *Server) handleGPUTypes(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, gpuTypeListView(as))
+	v := gpuTypeListView(as)
+	if s.rental != nil {
+		// What a new instance could get is the scheduler's answer: GPUs
+		// held by a benchmark job are not free, and degraded GPUs are
+		// counted apart, with their price range.
+		counts, err := s.rental.Availability(r.Context())
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		placeable(&v, counts)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// placeable sets the free counts of v from the scheduler's availability
+// (type → zone → counts): Free and MaxPerHost are the full-price GPUs,
+// Degraded the GPUs listed as degraded, per zone and per type.
+func placeable(v *apiv1.GPUTypeList, counts map[string]map[string]sched.Counts) {
+	for i := range v.GPUTypes {
+		t := &v.GPUTypes[i]
+		t.Free, t.Degraded = 0, nil
+		for j := range t.Zones {
+			z := &t.Zones[j]
+			c := counts[t.ID][z.ZoneID]
+			z.Free, z.MaxPerHost, z.Degraded = c.Free, c.MaxPerHost, nil
+			t.Free += c.Free
+			if c.DegradedFree == 0 {
+				continue
+			}
+			z.Degraded = &apiv1.DegradedAvailability{Free: c.DegradedFree, MaxPerHost: c.DegradedMaxPerHost,
+				MinPricePermille: c.MinPricePermille, MaxPricePermille: c.MaxPricePermille}
+			if t.Degraded == nil {
+				d := *z.Degraded
+				t.Degraded = &d
+				continue
+			}
+			t.Degraded.Free += c.DegradedFree
+			t.Degraded.MaxPerHost = max(t.Degraded.MaxPerHost, c.DegradedMaxPerHost)
+			t.Degraded.MinPricePermille = min(t.Degraded.MinPricePermille, c.MinPricePermille)
+			t.Degraded.MaxPricePermille = max(t.Degraded.MaxPricePermille, c.MaxPricePermille)
+		}
+	}
 }
 
 func (s *Server) handleZones(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +279,9 @@ func (s *Server) handleCreateInstance(w http.ResponseWriter, r *http.Request, ac
 		case !req.NoGPU && req.GPUCount < 1:
 			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must be at least 1, got %d (or set no_gpu for no-GPU mode)", req.GPUCount))
 			return
+		case req.NoGPU && req.Degraded:
+			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "degraded is a listing of GPUs: it cannot go with no_gpu"))
+			return
 		}
 		d, created, err := s.rental.Rent(r.Context(), acc, rental.RentRequest{
 			Name:           req.Name,
@@ -246,6 +292,7 @@ func (s *Server) handleCreateInstance(w http.ResponseWriter, r *http.Request, ac
 			Plan:           gpurent.Plan(req.Plan),
 			VolumeGiB:      req.VolumeGiB,
 			IdempotencyKey: r.Header.Get(headerIdempotencyKey),
+			Degraded:       req.Degraded,
 		})
 		if err != nil {
 			s.writeProblem(w, r, err)

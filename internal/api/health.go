@@ -28,13 +28,13 @@ const (
 )
 
 // faultKindList names the faults the demo's fake GPUs take, for messages.
-const faultKindList = "xid, ecc_dbe, gpu_lost, recovery_action, remap_failure, throttle"
+const faultKindList = "xid, ecc_dbe, gpu_lost, recovery_action, remap_failure, throttle, slow"
 
 // knownFaultKind says the demo's fake GPUs take faults of kind k
 // (incident.Fault).
 func knownFaultKind(k string) bool {
 	switch k {
-	case "xid", "ecc_dbe", "gpu_lost", "recovery_action", "remap_failure", "throttle":
+	case "xid", "ecc_dbe", "gpu_lost", "recovery_action", "remap_failure", "throttle", "slow":
 		return true
 	}
 	return false

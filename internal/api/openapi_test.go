@@ -81,6 +81,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if err := e.st.CreateAcademicApplication(context.Background(), appl); err != nil {
 		t.Fatal(err)
 	}
+	// A benchmark job to read and cancel: the host's GPU that is not rented.
+	bj := &gpurent.BenchJob{HostID: h.id, GPUIDs: []string{"GPU-gpu-a-01"}, GPUType: "h100-80g-sxm", Reason: gpurent.BenchManual, Tier: "t1"}
+	if err := e.st.CreateBenchJob(context.Background(), bj); err != nil {
+		t.Fatalf("benchmark job: %v", err)
+	}
 	ops := make([]string, 0, len(documented))
 	for r := range documented {
 		ops = append(ops, r)
@@ -111,6 +116,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			concrete = "/api/v1/statements/2026-11"
 		case strings.HasPrefix(path, "/api/v1/academic/applications/{id}"):
 			concrete = strings.Replace(path, "{id}", appl.ID, 1)
+		case path == "/api/v1/bench/jobs/{id}":
+			concrete = strings.Replace(path, "{id}", bj.ID, 1)
 		case strings.HasPrefix(path, "/api/v1/gpus/{uuid}"):
 			concrete = strings.Replace(path, "{uuid}", "GPU-gpu-a-01", 1)
 		}

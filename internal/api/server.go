@@ -23,8 +23,10 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/academic"
+	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/certification"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
@@ -62,6 +64,10 @@ type Config struct {
 	// value the incident service credits by. The zero Terms publish
 	// sla.DefaultTerms.
 	SLA sla.Terms
+	// Certification serves compute transparency: the public report,
+	// verify runs, benchmark jobs and certifications, and agents'
+	// benchmark results; nil answers those routes unavailable.
+	Certification *certification.Service
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -96,6 +102,7 @@ type Server struct {
 	// terms and slaPage their page's template.
 	incidents incident.API
 	health    HealthIngester
+	cert      *certification.Service
 	sla       sla.Terms
 	slaPage   *template.Template
 
@@ -134,6 +141,7 @@ func New(cfg Config) *Server {
 	}
 	s.incidents, s.sla, s.slaPage = cfg.Incidents, termsOrDefault(cfg.SLA), newSLAPage()
 	s.health = cfg.Health
+	s.cert = cfg.Certification
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -235,6 +243,19 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/sla", s.handleSLATerms},
 		{"GET", "/sla", s.handleSLAPage},
 
+		{"GET", "/transparency", s.handleTransparencyPage},
+		{"GET", "/api/v1/transparency", s.handleTransparency},
+		{"GET", "/api/v1/transparency.csv", s.handleTransparencyCSV},
+		{"POST", "/api/v1/instances/{id}/verify", s.user(s.withCert(s.handleVerify))},
+		{"GET", "/api/v1/instances/{id}/verify", s.user(s.withCert(s.handleInstanceVerifies))},
+		{"GET", "/api/v1/bench/jobs/{id}", s.user(s.withCert(s.handleBenchJob))},
+		{"DELETE", "/api/v1/bench/jobs/{id}", s.user(s.withCert(s.handleCancelBenchJob))},
+		{"GET", "/api/v1/bench/jobs", s.operator(s.withCert(s.handleBenchJobs))},
+		{"POST", "/api/v1/bench/jobs", s.operator(s.withCert(s.handleBenchRun))},
+		{"GET", "/api/v1/bench/settings", s.operator(s.withCert(s.handleCertSettings))},
+		{"PUT", "/api/v1/bench/settings", s.operator(s.withCert(s.handleSaveCertSettings))},
+		{"GET", "/api/v1/gpus/certification", s.operator(s.withCert(s.handleGPUCerts))},
+
 		{"GET", "/api/v1/hosts", s.operator(s.handleListHosts)},
 		{"POST", "/api/v1/hosts/{id}/cordon", s.operator(s.handleHostState(gpurent.HostCordoned))},
 		{"POST", "/api/v1/hosts/{id}/uncordon", s.operator(s.handleHostState(gpurent.HostReady))},
@@ -243,6 +264,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/agent/v1/register", s.handleAgentRegister},
 		{"GET", "/agent/v1/desired", s.agent(s.handleAgentDesired)},
 		{"POST", "/agent/v1/report", s.agent(s.handleAgentReport)},
+		{"POST", agentproto.PathBench, s.agent(s.handleAgentBench)},
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *Server) handleStatement(w http.ResponseWriter, r *http.Request, acc *gp
 	for _, l := range st.Lines {
 		out.Lines = append(out.Lines, apiv1.StatementLine{InstanceID: l.InstanceID, InstanceName: l.InstanceName,
 			GPUType: l.TypeID, GPUs: l.GPUCount, Window: l.Window, RateFen: l.RateFen, Units: l.Units,
-			Seconds: l.Seconds, Exact: l.ExactText, Fen: l.Fen})
+			Seconds: l.Seconds, Exact: l.ExactText, Fen: l.Fen, ListRateFen: l.ListRateFen, PricePermille: l.PricePermille})
 	}
 	switch r.URL.Query().Get("format") {
 	case "", "json":
@@ -60,13 +60,17 @@ func (s *Server) handleStatement(w http.ResponseWriter, r *http.Request, acc *gp
 		w.WriteHeader(http.StatusOK)
 		c := csv.NewWriter(w)
 		_ = c.Write([]string{"month", "instance_id", "instance_name", "gpu_type", "gpus", "window", "rate_fen_per_hour",
-			"units", "seconds", "exact_fen", "amount_fen"})
+			"units", "seconds", "exact_fen", "amount_fen", "price_permille"})
 		for _, l := range out.Lines {
+			share := ""
+			if l.PricePermille > 0 {
+				share = strconv.Itoa(l.PricePermille)
+			}
 			_ = c.Write([]string{out.Month, l.InstanceID, l.InstanceName, l.GPUType, strconv.Itoa(l.GPUs), l.Window,
 				strconv.FormatInt(l.RateFen, 10), strconv.FormatInt(l.Units, 10), strconv.FormatInt(l.Seconds, 10),
-				l.Exact, strconv.FormatInt(l.Fen, 10)})
+				l.Exact, strconv.FormatInt(l.Fen, 10), share})
 		}
-		_ = c.Write([]string{out.Month, "", "", "", "", "total", "", "", "", "", strconv.FormatInt(out.TotalFen, 10)})
+		_ = c.Write([]string{out.Month, "", "", "", "", "total", "", "", "", "", strconv.FormatInt(out.TotalFen, 10), ""})
 		c.Flush()
 	default:
 		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "format must be json or csv"))

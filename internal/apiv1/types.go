@@ -66,6 +66,22 @@ type ZoneAvailability struct {
 	Free   int    `json:"free"`
 	// MaxPerHost is the largest count one instance can get on one host now.
 	MaxPerHost int `json:"max_per_host"`
+	// Degraded are the GPUs listed as degraded that are free now, apart
+	// from Free; absent when there are none.
+	Degraded *DegradedAvailability `json:"degraded,omitempty"`
+}
+
+// DegradedAvailability is what is free of the GPUs listed as degraded:
+// slower than the fleet median of their type (they failed the benchmark),
+// rented only on request ("degraded": true) at a share of the list price
+// scaled by their measured speed.
+type DegradedAvailability struct {
+	Free       int `json:"free"`
+	MaxPerHost int `json:"max_per_host"`
+	// The lowest and highest price share among them, in permille of the
+	// list price (850 = 85%).
+	MinPricePermille int `json:"min_price_permille"`
+	MaxPricePermille int `json:"max_price_permille"`
 }
 
 // GPUType is a SKU with its spec, prices and availability now.
@@ -85,6 +101,8 @@ type GPUType struct {
 	Total           int                `json:"total"`
 	Free            int                `json:"free"`
 	Zones           []ZoneAvailability `json:"zones"`
+	// Degraded sums the zones' degraded GPUs; absent when none is free.
+	Degraded *DegradedAvailability `json:"degraded,omitempty"`
 }
 
 // Zone is a datacentre site.
@@ -105,6 +123,10 @@ type CreateInstanceRequest struct {
 	Zone      string `json:"zone,omitempty"`
 	Plan      string `json:"plan,omitempty"` // default "hourly"
 	VolumeGiB int    `json:"volume_gib,omitempty"`
+	// Degraded rents only GPUs listed as degraded (slower, at a share of
+	// the list price); without it, only GPUs that are not. Hourly plan,
+	// gpu_count at least 1.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // Instance is a rental.
@@ -470,11 +492,15 @@ type StatementLine struct {
 	GPUType      string `json:"gpu_type"`
 	GPUs         int    `json:"gpus"`
 	Window       string `json:"window"` // peak, off-peak, no-gpu, correction
-	RateFen      int64  `json:"rate_fen"`
-	Units        int64  `json:"units"`
-	Seconds      int64  `json:"seconds"`
-	Exact        string `json:"exact_fen"`
-	Fen          int64  `json:"fen"`
+	// RateFen is the rate billed; on degraded GPUs it is ListRateFen scaled
+	// by PricePermille (the share of the list price, 0: full price).
+	RateFen       int64  `json:"rate_fen"`
+	ListRateFen   int64  `json:"list_rate_fen,omitempty"`
+	PricePermille int    `json:"price_permille,omitempty"`
+	Units         int64  `json:"units"`
+	Seconds       int64  `json:"seconds"`
+	Exact         string `json:"exact_fen"`
+	Fen           int64  `json:"fen"`
 }
 
 // Statement is an account's usage in one calendar month (Asia/Shanghai).

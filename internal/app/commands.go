@@ -67,9 +67,15 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 			if payee != "" {
 				providers = append(providers, wallet.NewBankTransferProvider(payee))
 			}
-			s, err := StartServer(ctx, ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers,
+			sc := ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers,
 				SSHListen: sshListen, SSHAdvertise: sshAdvertise, KeyDir: dataDir, SSHIdleTimeout: sshIdle,
-				SecureCookies: secureCookies})
+				SecureCookies: secureCookies, Certification: CertificationConfig{Interval: 30 * time.Second}}
+			if demo {
+				// Fake GPUs' synthetic results certify the demo's cards, a
+				// few hosts at a time so that most GPUs stay free to rent.
+				sc.Certification = CertificationConfig{AcceptSynthetic: true, Interval: 5 * time.Second, MaxOpenJobs: 3}
+			}
+			s, err := StartServer(ctx, sc)
 			if err != nil {
 				return err
 			}
@@ -95,12 +101,17 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 				as, err := StartAgents(ctx, AgentsConfig{
 					ServerURL: s.URL, JoinToken: joinToken, DataDir: filepath.Join(dataDir, "demo-agents"),
 					Hosts: DemoFleet(c, demoHostsPerType), Catalog: c, Runtime: RuntimeChoice(runtimeFlag), Logger: agentLog,
+					BenchPace: 20 * time.Millisecond,
 				})
 				if err != nil {
 					return err
 				}
 				defer as.Stop()
 				s.Incidents.SetInjector(as) // `gpurent fault inject` reaches the fake GPUs
+				slow, err := as.SlowDemoCard(ctx, DemoSlowCardFactor)
+				if err != nil {
+					return err
+				}
 				rt := as.Runtime
 				if rt == "process" {
 					why := "no Docker Engine reachable"
@@ -113,6 +124,8 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 					demoHostsPerType*len(c.GPUTypes), demoHostsPerType, len(c.Zones), rt)
 				fmt.Fprintf(out, "  operator: %s / %s\n", DemoOperatorEmail, DemoOperatorPassword)
 				fmt.Fprintf(out, "  customer: %s / %s (balance ¥%d)\n", DemoCustomerEmail, DemoCustomerPassword, DemoCustomerBalanceFen/100)
+				fmt.Fprintf(out, "  benchmarks: every idle GPU is benchmarked (synthetic figures, marked so); card %s measures %.0f%%\n"+
+					"    of its peers and is delisted after its re-run: see %s/transparency\n", slow, DemoSlowCardFactor*100, s.URL)
 				fmt.Fprintf(out, "\nTry:\n  gpurent login --server %s --email %s\n  gpurent gpus\n  gpurent rent --gpu h100-80g-sxm --count 4 --wait --image %s\n  gpurent ls\n",
 					s.URL, DemoCustomerEmail, demoImage(as.Runtime))
 			}
@@ -171,10 +184,10 @@ func loadOrMakeJoinToken(dataDir string) (string, error) {
 
 func agentCommand() *cobra.Command {
 	var (
-		server, joinToken, name, zone, stateDir, runtimeFlag, gpuFlag, fakeGPUs string
-		accessListen, accessAdvertise                                           string
-		fakeGroup                                                               int
-		verbose                                                                 bool
+		server, joinToken, name, zone, stateDir, runtimeFlag, gpuFlag, fakeGPUs, benchImage string
+		accessListen, accessAdvertise                                                       string
+		fakeGroup                                                                           int
+		verbose                                                                             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -216,6 +229,12 @@ func agentCommand() *cobra.Command {
 			}
 			defer provider.Close()
 			var rt agentruntime.Runtime
+			var bench agent.BenchRunner
+			if fp, ok := provider.(*fake.Provider); ok {
+				// Fake GPUs measure nothing: their results are synthetic
+				// (and say so), from the reference figures.
+				bench = agent.SyntheticRunner{Performance: fp.Performance, Pace: 100 * time.Millisecond}
+			}
 			switch runtimeFlag {
 			case "docker":
 				d, err := docker.New(ctx, docker.Config{Logger: log, CarryLayer: carryLayer})
@@ -223,6 +242,11 @@ func agentCommand() *cobra.Command {
 					return err
 				}
 				rt = d
+				if bench == nil && benchImage != "" {
+					if bench, err = docker.NewBenchRunner(d, docker.BenchConfig{Image: benchImage}); err != nil {
+						return err
+					}
+				}
 			case "process":
 				log.Warn("process runtime: instances are plain processes without isolation; use it for demos only")
 				p, err := process.New(process.Config{Dir: filepath.Join(stateDir, "runtime"), Logger: log})
@@ -242,7 +266,8 @@ func agentCommand() *cobra.Command {
 				return err
 			}
 			a, err := agent.New(agent.Config{ServerURL: server, JoinToken: joinToken, Name: name, Zone: zone,
-				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version, Access: ep, Transfers: moves})
+				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version, Access: ep, Transfers: moves,
+				Bench: bench})
 			if err != nil {
 				return err
 			}
@@ -263,6 +288,8 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&gpuFlag, "gpus", "nvml", "GPU discovery: nvml (needs a build with -tags nvml) or fake")
 	f.StringVar(&fakeGPUs, "fake-gpus", "h100-80g-sxm:8", "with --gpus fake: TYPE:COUNT")
 	f.IntVar(&fakeGroup, "fake-group-size", 8, "with --gpus fake: GPUs per NVLink domain / PCIe switch")
+	f.StringVar(&benchImage, "bench-image", envOr("GPURENT_BENCH_IMAGE", "gpurent-bench:1"),
+		"the benchmark image built from bench/Dockerfile, pinned by digest in production (\"\": refuse benchmark jobs) (env GPURENT_BENCH_IMAGE)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,6 +118,9 @@ type AgentsConfig struct {
 	// NoAccess runs no SSH access servers (with Docker, each agent runs one
 	// on a free loopback port, for the control plane's gateway).
 	NoAccess bool
+	// BenchPace is the pause before each synthetic benchmark record, so
+	// that a demo job takes a while as a real one does (0: none).
+	BenchPace time.Duration
 }
 
 // Agents are running in-process agents.
@@ -154,17 +159,51 @@ func (a *Agents) Inject(ctx context.Context, f incident.Fault) error {
 			p.InjectRecoveryAction(f.UUID, f.Detail)
 		case gpu.EventRemapFailure:
 			p.InjectRemapFailure(f.UUID)
+		case "slow":
+			// The card measures at this share of the healthy figures in
+			// its benchmark runs: "0.85" is 15% slow, "1" healthy again.
+			factor, err := strconv.ParseFloat(strings.TrimSpace(f.Detail), 64)
+			if err != nil {
+				return gpurent.Errorf(gpurent.CodeInvalid, "a slow fault needs the card's speed as a share, like 0.85, not %q", f.Detail)
+			}
+			if err := p.SetPerformance(f.UUID, factor); err != nil {
+				return err
+			}
 		case "throttle":
 			p.SetSample(f.UUID, func(s *gpu.Sample) {
 				s.ThrottleMask |= gpu.ThrottleHWSlowdown
 				s.UtilPercent = 95
 			})
 		default:
-			return gpurent.Errorf(gpurent.CodeInvalid, "unknown fault kind %q (xid, ecc_dbe, ecc_sbe, gpu_lost, recovery_action, remap_failure, throttle)", f.Kind)
+			return gpurent.Errorf(gpurent.CodeInvalid, "unknown fault kind %q (xid, ecc_dbe, ecc_sbe, gpu_lost, recovery_action, remap_failure, throttle, slow)", f.Kind)
 		}
 		return nil
 	}
 	return gpurent.Errorf(gpurent.CodeNotFound, "no demo host has GPU %q", f.UUID)
+}
+
+// DemoSlowCardFactor is how fast the demo's slow card measures, as a share
+// of a healthy one: below the FAIL band (0.90 of the fleet median).
+const DemoSlowCardFactor = 0.86
+
+// SlowDemoCard makes one card of the fleet (the last GPU of the second
+// host, or of the first when there is one) measure at factor of its
+// peers in benchmark runs, and returns its UUID: the demo's card that the
+// transparency report delists.
+func (a *Agents) SlowDemoCard(ctx context.Context, factor float64) (string, error) {
+	if len(a.fakes) == 0 {
+		return "", gpurent.Errorf(gpurent.CodeInvalid, "no demo hosts")
+	}
+	p := a.fakes[min(1, len(a.fakes)-1)]
+	devs, err := p.Devices(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(devs) == 0 {
+		return "", gpurent.Errorf(gpurent.CodeInvalid, "the demo host has no GPUs")
+	}
+	uuid := devs[len(devs)-1].UUID
+	return uuid, p.SetPerformance(uuid, factor)
 }
 
 // Stop ends the agents. Their instances keep running, as with real agents.
@@ -247,6 +286,7 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 			HealthInterval:    cfg.HealthInterval,
 			RetryMax:          cfg.RetryMax,
 			Version:           Version,
+			Bench:             agent.SyntheticRunner{Performance: fp.Performance, Pace: cfg.BenchPace},
 		})
 		if err != nil {
 			cancel()

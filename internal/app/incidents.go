@@ -31,7 +31,7 @@ func newIncidents(cfg ServerConfig, s *Server) (*incident.Service, error) {
 			}
 			return q.List.HourlyFen, nil
 		},
-		Notify: s.Wallet.Notice, Location: loc, HostDownAfter: cfg.HostDownAfter,
+		Notify: s.Wallet.Notice, Location: loc, HostDownAfter: cfg.HostDownAfter, Relist: s.Certification.Relist,
 		Now: cfg.Now, Logger: cfg.Logger,
 	}), nil
 }

@@ -14,10 +14,12 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/academic"
+	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/api"
 	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/certification"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
@@ -72,6 +74,27 @@ type ServerConfig struct {
 	// HostDownAfter is how long an agent may be silent before its
 	// instances get host-down incidents (0: 60 s).
 	HostDownAfter time.Duration
+	// Certification tunes compute transparency: the benchmark options
+	// handed to agents, whether synthetic results (fake GPUs) certify, and
+	// how often the schedule looks for idle GPUs (0: 30 s).
+	Certification CertificationConfig
+}
+
+// CertificationConfig tunes the benchmark schedule and runs.
+type CertificationConfig struct {
+	// AcceptSynthetic lets fake GPUs' synthetic results certify cards: the
+	// demo and tests; never a production control plane.
+	AcceptSynthetic bool
+	// Options shorten the suite's runs (zero: the tier's defaults).
+	Options agentproto.BenchOptions
+	// Interval is how often the schedule looks for idle GPUs to benchmark
+	// (onboarding, weekly, re-runs); 0 runs no schedule (operators' runs,
+	// relisting and verify still work). `gpurent serve` sets 30 s.
+	// RetryAfter is how long a card waits after a failed or unjudged run
+	// (0: 10 min).
+	Interval, RetryAfter time.Duration
+	// MaxOpenJobs bounds the scheduled jobs open at once (0: 16).
+	MaxOpenJobs int
 }
 
 // Server is a running control plane.
@@ -87,6 +110,9 @@ type Server struct {
 	SSHKeys  *sshkeys.Service
 	// Incidents watches GPU health, fails instances over and posts SLA credits.
 	Incidents *incident.Service
+	// Certification benchmarks GPUs, certifies them and publishes the
+	// transparency report.
+	Certification *certification.Service
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 	// SSHAddr is where customers reach the SSH gateway ("" when off).
@@ -133,7 +159,8 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		Providers: cfg.PaymentProviders, Notify: webhookPoster(cfg.Logger)})
 	s.Rental = rental.New(rental.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Funds: s.Wallet, Notify: s.Wallet.Notice,
-		MoveStallTimeout: cfg.MoveStallTimeout, MoveStartTimeout: cfg.MoveStartTimeout})
+		MoveStallTimeout: cfg.MoveStallTimeout, MoveStartTimeout: cfg.MoveStartTimeout,
+		BenchOptions: cfg.Certification.Options})
 	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
 		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
 	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
@@ -157,10 +184,17 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}})
 	s.SSHKeys = sshkeys.New(s.Store, cfg.Now)
 	var err error
+	if s.Certification, err = certification.New(certification.Config{Store: s.Store, AcceptSynthetic: cfg.Certification.AcceptSynthetic,
+		MaxOpenJobs: cfg.Certification.MaxOpenJobs, RetryAfter: cfg.Certification.RetryAfter, HostFresh: cfg.HostTimeout,
+		Invalidate: s.Rental.Invalidate, Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+		s.closeStore()
+		return nil, err
+	}
 	if s.Incidents, err = newIncidents(cfg, s); err != nil {
 		s.closeStore()
 		return nil, err
 	}
+	s.Certification.SetIncidents(s.Incidents)
 	var access *api.Access
 	if cfg.SSHListen != "" {
 		if cfg.KeyDir == "" {
@@ -180,7 +214,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
 		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access, Incidents: s.Incidents, Health: s.Incidents,
-		SLA: s.Incidents.Terms(), Logger: cfg.Logger, Registry: registry, Version: Version, Now: cfg.Now})
+		Certification: s.Certification, SLA: s.Incidents.Terms(), Logger: cfg.Logger, Registry: registry, Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		if s.gateway != nil {
@@ -211,6 +245,14 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.Incidents.Run(watchCtx, cfg.OperationsInterval)
 		}()
 		defer func() { <-incidents }()
+		certs := make(chan struct{})
+		go func() {
+			defer close(certs)
+			if every := cfg.Certification.Interval; every > 0 {
+				s.Certification.Run(watchCtx, every)
+			}
+		}()
+		defer func() { <-certs }()
 		s.Rental.Watch(watchCtx)
 		<-done
 	}()

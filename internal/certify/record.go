@@ -87,6 +87,10 @@ type Params struct {
 	Algo string `json:"algo,omitempty"`
 	// Image is the pinned container image (by digest) the run used.
 	Image string `json:"image,omitempty"`
+	// Seconds is how long one GEMM run lasted: a short burst and a
+	// sustained run measure different things (a card under its power
+	// cap slows after a few seconds), so they are never compared.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // UnmarshalJSON reads a record's params as the benchmark programs write
@@ -121,6 +125,14 @@ func (p *Params) UnmarshalJSON(b []byte) error {
 	}
 	var q Params
 	var bytes int
+	if v, ok := raw["seconds"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &q.Seconds); err != nil {
+			return fmt.Errorf("params.seconds: %w", err)
+		}
+		if q.Seconds < 0 || q.Seconds > 86400 {
+			return fmt.Errorf("params.seconds: %v is not a run's length", q.Seconds)
+		}
+	}
 	for _, err := range []error{num("m", &q.M), num("n", &q.N), num("k", &q.K), num("batch", &q.Batch),
 		num("batch_size", &q.Batch), str("dtype", &q.DType), num("bytes", &bytes), str("harness", &q.Harness),
 		str("algo", &q.Algo), str("image", &q.Image)} {
@@ -161,6 +173,9 @@ func (p Params) Setup() string {
 	if p.Image != "" {
 		add("image", p.Image)
 	}
+	if p.Seconds != 0 {
+		add("seconds", strconv.FormatFloat(p.Seconds, 'g', -1, 64))
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -169,7 +184,8 @@ func (p Params) subsetOf(q Params) bool {
 	return (p.M == 0 || p.M == q.M) && (p.N == 0 || p.N == q.N) && (p.K == 0 || p.K == q.K) &&
 		(p.Batch == 0 || p.Batch == q.Batch) && (p.DType == "" || p.DType == q.DType) &&
 		(p.Bytes == 0 || p.Bytes == q.Bytes) && (p.Harness == "" || p.Harness == q.Harness) &&
-		(p.Algo == "" || p.Algo == q.Algo) && (p.Image == "" || p.Image == q.Image)
+		(p.Algo == "" || p.Algo == q.Algo) && (p.Image == "" || p.Image == q.Image) &&
+		(p.Seconds == 0 || p.Seconds == q.Seconds)
 }
 
 // Telemetry summarises the 1 Hz samples taken during a run. Zero means not

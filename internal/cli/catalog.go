@@ -48,7 +48,8 @@ func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
 		return nil
 	}
 	t := newTable(out(cmd), "TYPE", "MEMORY", "BANDWIDTH", "BF16 TFLOPS", "FP8 TFLOPS", "NVLINK", "P2P",
-		"FREE/TOTAL", "HOURLY", "DAILY", "WEEKLY", "MONTHLY", "FREE BY ZONE")
+		"FREE/TOTAL", "DEGRADED", "HOURLY", "DAILY", "WEEKLY", "MONTHLY", "FREE BY ZONE")
+	anyDegraded := false
 	for _, g := range types {
 		nvlink := "none"
 		if g.NVLinkGBs > 0 {
@@ -64,7 +65,14 @@ func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
 			if z.Free > 0 && z.MaxPerHost > 0 {
 				zone += fmt.Sprintf(" (≤%d per host)", z.MaxPerHost)
 			}
+			if z.Degraded != nil && z.Degraded.Free > 0 {
+				zone += " + " + degradedFree(z.Degraded)
+			}
 			zones = append(zones, zone)
+		}
+		degraded := "-"
+		if g.Degraded != nil && g.Degraded.Free > 0 {
+			degraded, anyDegraded = degradedFree(g.Degraded), true
 		}
 		t.row(g.ID,
 			strconv.Itoa(g.MemoryGB)+" GB",
@@ -73,6 +81,7 @@ func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
 			formatTFLOPS(g.FP8TFLOPS),
 			nvlink, p2p,
 			fmt.Sprintf("%d/%d", g.Free, g.Total),
+			degraded,
 			formatCNY(g.Prices.HourlyFen),
 			formatCNY(g.Prices.DailyFen),
 			formatCNY(g.Prices.WeeklyFen),
@@ -84,7 +93,30 @@ func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
 		return err
 	}
 	fmt.Fprintln(out(cmd), "\nPrices are list prices per GPU (hourly, or per day/week/month package). TFLOPS are dense, not sparse.")
+	if anyDegraded {
+		fmt.Fprintln(out(cmd), "Degraded GPUs measured slower than their type's fleet median: they are rented only with `gpurent rent --degraded`,"+
+			"\nby the second, at the share of the hourly price shown (the mean share of the GPUs you get). FREE/TOTAL counts the others.")
+	}
 	return nil
+}
+
+// degradedFree writes the free degraded GPUs and their price range: "2
+// degraded at 85–88%" (one share: "1 degraded at 85%").
+func degradedFree(d *apiv1.DegradedAvailability) string {
+	lo, hi := permillePercent(d.MinPricePermille), permillePercent(d.MaxPricePermille)
+	if lo == hi {
+		return fmt.Sprintf("%d degraded at %s", d.Free, lo)
+	}
+	return fmt.Sprintf("%d degraded at %s–%s", d.Free, strings.TrimSuffix(lo, "%"), hi)
+}
+
+// permillePercent writes a price share in permille as a percentage of the
+// list price: 850 → "85%", 862 → "86.2%".
+func permillePercent(p int) string {
+	if p%10 == 0 {
+		return fmt.Sprintf("%d%%", p/10)
+	}
+	return fmt.Sprintf("%d.%d%%", p/10, p%10)
 }
 
 func (a *app) zonesCmd() *cobra.Command {

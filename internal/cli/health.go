@@ -483,7 +483,7 @@ func (a *app) faultInjectCmd() *cobra.Command {
 	fl.StringVar(&host, "host", "", "the host's ID")
 	fl.StringVar(&gpu, "gpu", "", "the GPU's UUID")
 	fl.IntVar(&xid, "xid", 0, "an Xid (e.g. 79: fallen off the bus, 48: double-bit ECC, 13: the program's fault)")
-	fl.StringVar(&kind, "kind", "", "ecc_dbe, gpu_lost, recovery_action, remap_failure or throttle")
+	fl.StringVar(&kind, "kind", "", "ecc_dbe, gpu_lost, recovery_action, remap_failure, throttle, or slow (--detail 0.85: the card's benchmark speed)")
 	fl.StringVar(&d, "detail", "", "the driver's text to report with it")
 	cn.addFlags(cmd, true)
 	return cmd

@@ -38,7 +38,8 @@ func (a *app) rentCmd() *cobra.Command {
 		Short: "Rent GPUs: create an instance",
 		Example: "  gpurent rent --gpu h100-80g-sxm --count 8 --image pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime --wait\n" +
 			"  gpurent rent --gpu rtx4090-24g --image ubuntu:24.04 --plan daily --zone cd-tianfu-a --volume-gib 200\n" +
-			"  gpurent rent --gpu a100-80g-sxm --no-gpu --image ubuntu:24.04   # CPU only, 0.10 CNY/h, to prepare data",
+			"  gpurent rent --gpu a100-80g-sxm --no-gpu --image ubuntu:24.04   # CPU only, 0.10 CNY/h, to prepare data\n" +
+			"  gpurent rent --gpu h100-80g-sxm --count 2 --degraded --image ubuntu:24.04   # slower cards at a lower price (see `gpurent gpus`)",
 		Args: argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := cn.json()
@@ -53,6 +54,14 @@ func (a *app) rentCmd() *cobra.Command {
 					return usageError{err: errors.New("--no-gpu rents no GPUs: leave --count out")}
 				}
 				req.GPUCount = 0
+			}
+			if req.Degraded {
+				switch {
+				case req.NoGPU:
+					return usageError{err: errors.New("--degraded rents GPUs listed as degraded: it cannot go with --no-gpu")}
+				case req.Plan != "" && req.Plan != "hourly":
+					return usageError{err: errors.New("--degraded GPUs are billed by the second at their price share: leave --plan out or hourly")}
+				}
 			}
 			c, err := a.connect(cmd, &cn)
 			if err != nil {
@@ -81,6 +90,7 @@ func (a *app) rentCmd() *cobra.Command {
 	f.StringVar(&req.GPUType, "gpu", "", "GPU type, e.g. h100-80g-sxm (required)")
 	f.IntVar(&req.GPUCount, "count", 1, "number of GPUs")
 	f.BoolVar(&req.NoGPU, "no-gpu", false, "no-GPU mode: no GPUs, CPU and memory only, at the token price (hourly plan)")
+	f.BoolVar(&req.Degraded, "degraded", false, "rent only GPUs listed as degraded: slower than their type's fleet median, billed at a share of the list price scaled by their measured speed (hourly plan; `gpurent gpus` shows what is free)")
 	f.StringVar(&req.Image, "image", "", "container image (required)")
 	f.StringVar(&req.Name, "name", "", "instance name (default: chosen by the server)")
 	f.StringVar(&req.Zone, "zone", "", "zone (default: any)")

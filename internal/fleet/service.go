@@ -347,7 +347,9 @@ func (s *Service) GPUTypes(ctx context.Context) ([]Availability, error) {
 				zones[k] = z
 			}
 			z.Total++
-			if usable && g.AllocationID == "" {
+			// Free at full price: not rented, not under a benchmark job,
+			// not listed as degraded (rented only on request).
+			if usable && g.AllocationID == "" && g.BenchJobID == "" && !g.Degraded {
 				z.Free++
 				free[g.TypeID]++
 			}

@@ -24,6 +24,9 @@ const (
 	KindNVLinkDown   = "nvlink_down"   // NVLink links down
 	KindRemapPending = "remap_pending" // rows waiting to be remapped at the next reset
 	KindTemperature  = "temperature"   // a temperature observation
+	// KindBenchmark is a benchmark FAIL a re-run confirmed (below 0.90 of
+	// the fleet median of the type; internal/certification).
+	KindBenchmark = "benchmark_fail"
 )
 
 // Xids with rules of their own beyond the table.
@@ -255,6 +258,8 @@ func (r *Rules) judge(e gpurent.GPUEvent) judgement {
 		return judgement{class: gpurent.FaultDegraded, cause: withDetail("PCIe link below its maximum under load")}
 	case KindNVLinkDown:
 		return judgement{class: gpurent.FaultDegraded, cause: withDetail("NVLink link down")}
+	case KindBenchmark:
+		return judgement{class: gpurent.FaultDegraded, cause: withDetail("Measured below its peers")}
 	}
 	return judgement{class: gpurent.FaultUnknown, cause: withDetail(fmt.Sprintf("Unknown event kind %q, for review", oneLine(e.Kind)))}
 }

@@ -105,6 +105,7 @@ func TestClassifySpecialCases(t *testing.T) {
 		{"pcie_degraded", []gpurent.GPUEvent{kindEv(0, KindPCIeDegraded, "Gen3")}, gpurent.FaultDegraded, 0},
 		{"nvlink_down", []gpurent.GPUEvent{kindEv(0, KindNVLinkDown, "1")}, gpurent.FaultDegraded, 0},
 		{"power_limit", []gpurent.GPUEvent{kindEv(0, KindPowerLimit, "500 W")}, gpurent.FaultDegraded, 0},
+		{"benchmark_fail", []gpurent.GPUEvent{kindEv(0, KindBenchmark, "gemm_bf16 at 0.85")}, gpurent.FaultDegraded, 0},
 		{"temperature", []gpurent.GPUEvent{kindEv(0, KindTemperature, "91 C")}, gpurent.FaultInfo, 0},
 		{"unknown kind", []gpurent.GPUEvent{kindEv(0, "smoke", "")}, gpurent.FaultUnknown, 0},
 		{"unknown Xid", []gpurent.GPUEvent{xidEv(0, 999, "something new")}, gpurent.FaultUnknown, 999},

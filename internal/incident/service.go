@@ -39,6 +39,10 @@ type Config struct {
 	Notify func(ctx context.Context, accountID, kind, message string)
 	// Injector puts faults into fake GPUs (the demo); nil elsewhere.
 	Injector Injector
+	// Relist, when set, is called before a repaired GPU is marked healthy:
+	// the certification service holds it under a benchmark job so that it
+	// is listed again only once it has passed (true: it did).
+	Relist func(ctx context.Context, hostID, gpuID, by string) (bool, error)
 	// Location is where hours and months are counted (Asia/Shanghai).
 	Location *time.Location
 	// HostDownAfter is how long an agent may be silent before its host is

@@ -223,6 +223,15 @@ func (s *Service) RepairGPU(ctx context.Context, acc *gpurent.Account, uuid, not
 	if note = strings.TrimSpace(note); note != "" {
 		reason += ": " + truncate(note, 400)
 	}
+	if s.cfg.Relist != nil && g.Health != gpurent.GPUHealthy {
+		held, err := s.cfg.Relist(ctx, h.ID, g.ID, acc.ID)
+		if err != nil {
+			return nil, err
+		}
+		if held {
+			reason += "; benchmarked before it is rented again"
+		}
+	}
 	if err := s.store.SetGPUHealth(ctx, g.ID, gpurent.GPUHealthy, reason); err != nil {
 		return nil, err
 	}

@@ -193,7 +193,7 @@ func (s *Service) postDebits(ctx context.Context, list []runDebit, now time.Time
 		if d.delta > 0 {
 			debits[i].Tx = &gpurent.LedgerTx{Op: "debit", Key: fmt.Sprintf("usage:%s:%d", run.ID, run.DebitedFen+d.delta),
 				Customer: run.AccountID, At: now, AmountFen: d.delta, Charge: "compute",
-				Note: fmt.Sprintf("%s: %d x %s, run from %s", run.InstanceID, run.GPUCount, run.TypeID,
+				Note: fmt.Sprintf("%s: %d x %s%s, run from %s", run.InstanceID, run.GPUCount, run.TypeID, shareNote(run.PricePermille),
 					run.StartedAt.Truncate(time.Second).Format(time.RFC3339))}
 		}
 	}
@@ -229,7 +229,8 @@ func (s *Service) postDebits(ctx context.Context, list []runDebit, now time.Time
 // rateRun rates the parts of a run from its start to end, in whole
 // seconds, that fall under the hourly plan (spans: the instance's plan
 // history; package time is prepaid), at academic prices when the account
-// was verified at its start. Time a fault of the platform's took (down:
+// was verified at its start, scaled by the run's price share when its GPUs
+// are listed as degraded. Time a fault of the platform's took (down:
 // host-attributed incidents of the instance) is left out. The 60-second
 // minimum applies to a power-on wholly under the hourly plan and untouched
 // by an incident.
@@ -257,7 +258,31 @@ func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end tim
 	if err != nil || len(segs) == 0 {
 		return nil, err
 	}
-	return rating.Rate(segs, rating.Terms{Plan: gpurent.PlanHourly, GPUCount: run.GPUCount, Academic: acc.Academic(start)})
+	return rating.Rate(segs, runTerms(run, acc.Academic(start)))
+}
+
+// runTerms are the hourly-plan terms a run is rated under.
+func runTerms(run gpurent.UsageRun, academic bool) rating.Terms {
+	return rating.Terms{Plan: gpurent.PlanHourly, GPUCount: run.GPUCount, Academic: academic,
+		DegradedBps: rating.DegradedBpsOf(run.PricePermille)}
+}
+
+// shareNote says, for a ledger note, that a run is on GPUs listed as
+// degraded and at which share of the list price; "" at the full price.
+func shareNote(permille int) string {
+	if rating.DegradedBpsOf(permille) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (degraded, %s of the list price)", sharePercent(permille))
+}
+
+// sharePercent writes a price share in permille as a percentage: 850 →
+// "85%", 862 → "86.2%".
+func sharePercent(permille int) string {
+	if permille%10 == 0 {
+		return fmt.Sprintf("%d%%", permille/10)
+	}
+	return fmt.Sprintf("%d.%d%%", permille/10, permille%10)
 }
 
 // collected is what a posted debit took from the customer's accounts; less

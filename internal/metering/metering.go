@@ -206,7 +206,8 @@ func (s *Service) billInstances(ctx context.Context, instances map[string]bool) 
 }
 
 // check answers the run an event belongs to (account, GPU type and count,
-// looked up once per allocation and report), or why it is refused.
+// the allocation's price share, looked up once per allocation and
+// report), or why it is refused.
 func (s *Service) check(ctx context.Context, q gpurent.Queries, host *gpurent.Host, e agentproto.RunEvent, now time.Time,
 	runs map[string]*gpurent.UsageRun) (*gpurent.UsageRun, error) {
 	if e.ID == "" || len(e.ID) > 100 {
@@ -237,7 +238,10 @@ func (s *Service) check(ctx context.Context, q gpurent.Queries, host *gpurent.Ho
 				return nil, err
 			}
 		}
-		run = &gpurent.UsageRun{InstanceID: in.ID, AccountID: in.AccountID, TypeID: typeID, GPUCount: len(alloc.GPUIDs)}
+		// The run is billed at the allocation's price share (GPUs listed
+		// as degraded), copied when the run is made.
+		run = &gpurent.UsageRun{InstanceID: in.ID, AccountID: in.AccountID, TypeID: typeID, GPUCount: len(alloc.GPUIDs),
+			PricePermille: alloc.PricePermille}
 		runs[e.AllocationID] = run
 	}
 	if run.InstanceID != e.InstanceID {

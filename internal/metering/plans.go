@@ -186,6 +186,17 @@ func (s *Service) ChangePlan(ctx context.Context, book PriceBook, acc *gpurent.A
 			return nil, gpurent.Errorf(gpurent.CodeConflict,
 				"instance %s holds no GPUs now (%s): start it, then convert (a package reserves the GPUs it runs on)", in.ID, in.State)
 		}
+		// GPUs listed as degraded are billed by the second at their
+		// share: no package is sold on them.
+		a, err := s.cfg.Store.AllocationByID(ctx, in.AllocationID)
+		if err != nil {
+			return nil, err
+		}
+		if rating.DegradedBpsOf(a.PricePermille) > 0 {
+			return nil, gpurent.Errorf(gpurent.CodeInvalid,
+				"instance %s runs on GPUs listed as degraded (%s of the list price): they are billed by the second at that share; packages are for full-price GPUs",
+				in.ID, sharePercent(a.PricePermille))
+		}
 		c.EffectiveAt, c.State = now, gpurent.PlanChangeApplied
 	} else {
 		spans := planSpans(in, changes)

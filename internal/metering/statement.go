@@ -18,12 +18,18 @@ type StatementLine struct {
 	TypeID       string
 	GPUCount     int
 	Window       string // peak, off-peak, no-gpu
-	RateFen      int64  // per unit-hour
-	Units        int64
-	Seconds      int64
-	Exact        rating.Amount `json:"-"`
-	ExactText    string        // Exact as a fraction of fen
-	Fen          int64         // Exact rounded half-up, once per line
+	// RateFen is the rate per unit-hour the line is billed at: on GPUs
+	// listed as degraded, the list rate scaled by PricePermille, rounded
+	// half-up to the fen for display (Exact is exact). ListRateFen is the
+	// rate before the share; PricePermille is 0 at the full price.
+	RateFen       int64
+	ListRateFen   int64 `json:",omitempty"`
+	PricePermille int   `json:",omitempty"`
+	Units         int64
+	Seconds       int64
+	Exact         rating.Amount `json:"-"`
+	ExactText     string        // Exact as a fraction of fen
+	Fen           int64         // Exact rounded half-up, once per line
 }
 
 // Statement is an account's usage in one calendar month (Asia/Shanghai),
@@ -134,6 +140,7 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 	type key struct {
 		instance, window string
 		rate, units      int64
+		permille         int
 	}
 	lines := map[key]*StatementLine{}
 	names := map[string]*gpurent.Instance{}
@@ -184,11 +191,16 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 			case l.Segment.OffPeak:
 				window = "off-peak"
 			}
-			k := key{run.InstanceID, window, l.RateFen, l.Units}
+			permille := run.PricePermille
+			if l.NoGPU || rating.DegradedBpsOf(permille) == 0 {
+				permille = 0
+			}
+			k := key{run.InstanceID, window, l.RateFen, l.Units, permille}
 			sl := lines[k]
 			if sl == nil {
 				sl = &StatementLine{InstanceID: run.InstanceID, InstanceName: in.Name, TypeID: run.TypeID, GPUCount: run.GPUCount,
-					Window: window, RateFen: l.RateFen, Units: l.Units}
+					Window: window, RateFen: rating.ScaledRateFen(l.RateFen, rating.DegradedBpsOf(permille)), ListRateFen: l.RateFen,
+					PricePermille: permille, Units: l.Units}
 				lines[k] = sl
 			}
 			sl.Seconds += l.Seconds
@@ -222,7 +234,10 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		if a.RateFen != b.RateFen {
 			return a.RateFen > b.RateFen
 		}
-		return a.Units > b.Units
+		if a.Units != b.Units {
+			return a.Units > b.Units
+		}
+		return a.PricePermille < b.PricePermille
 	})
 	return st, nil
 }
@@ -255,7 +270,7 @@ func (s *Service) packageLines(ctx context.Context, b *rating.Book, acc *gpurent
 			}
 			secs, _ := rating.PackageSeconds(p.plan)
 			out = append(out, StatementLine{InstanceID: in.ID, InstanceName: in.Name, TypeID: in.TypeID, GPUCount: in.GPUCount,
-				Window: string(p.plan) + " package", RateFen: line.UnitFen, Units: line.Units, Seconds: secs,
+				Window: string(p.plan) + " package", RateFen: line.UnitFen, ListRateFen: line.UnitFen, Units: line.Units, Seconds: secs,
 				Exact: line.Exact, ExactText: line.Exact.String(), Fen: line.Fen()})
 		}
 	}

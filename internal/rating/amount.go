@@ -8,10 +8,11 @@ import (
 )
 
 // Denominator is the fixed denominator of every Amount: 3,600 seconds per hour
-// times 10^8, the scale of the two basis-point discount factors (promotion and
-// contract, each out of 10,000) that may multiply a price. Every exact amount
-// the engine produces is an integer number of 1/Denominator fen.
-const Denominator = 3600 * 100_000_000
+// times 10^12, the scale of the three basis-point factors (degraded listing,
+// promotion and contract, each out of 10,000) that may multiply a price.
+// Every exact amount the engine produces is an integer number of
+// 1/Denominator fen.
+const Denominator = 3600 * 1_000_000_000_000
 
 // MaxAmountFen bounds every Amount, so that Floor and RoundHalfUp always fit
 // in an int64. The input bounds (MaxRateFen, MaxGPUCount, MaxLineSeconds,
@@ -38,16 +39,28 @@ func AmountOf(n int64) (Amount, error) {
 	return Amount{hi: hi, lo: lo}, nil
 }
 
-// amountFromProduct returns the amount a × b / Denominator fen, or an error if
-// it exceeds MaxAmountFen.
-func amountFromProduct(a, b uint64) (Amount, error) {
-	hi, lo := bits.Mul64(a, b)
-	x := Amount{hi: hi, lo: lo}
-	if !x.inRange() {
+// amountFromWide returns the amount a × (bhi·2^64 + blo) / Denominator fen,
+// or an error if it exceeds MaxAmountFen (or 128 bits on the way).
+func amountFromWide(a, bhi, blo uint64) (Amount, error) {
+	h1, l1 := bits.Mul64(a, blo)
+	if bhi == 0 { // the usual case: a price of up to about 18 million fen
+		x := Amount{hi: h1, lo: l1}
+		if !x.inRange() {
+			return Amount{}, errTooLarge()
+		}
+		return x, nil
+	}
+	h2, l2 := bits.Mul64(a, bhi)
+	hi, carry := bits.Add64(l2, h1, 0)
+	x := Amount{hi: hi, lo: l1}
+	if h2 != 0 || carry != 0 || !x.inRange() {
 		return Amount{}, errTooLarge()
 	}
 	return x, nil
 }
+
+// wideLess reports whether the 128-bit a is below the 128-bit b.
+func wideLess(ahi, alo, bhi, blo uint64) bool { return ahi < bhi || (ahi == bhi && alo < blo) }
 
 func errTooLarge() error {
 	return gpurent.Errorf(gpurent.CodeInvalid, "amount exceeds %d fen", int64(MaxAmountFen))

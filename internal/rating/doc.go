@@ -44,16 +44,20 @@
 //
 //	rate  = the window's academic price if Terms.Academic, else its list
 //	        price (no-GPU mode, GPUCount 0: the no-GPU price for one unit)
-//	exact = seconds × units × max(rate × (1−promotion) × (1−contract),
-//	                              list × 50%) / 3600
+//	exact = seconds × units × max(rate × (1−degraded) × (1−promotion) × (1−contract),
+//	                              list × (1−degraded) × 50%) / 3600
 //
 // The academic step is the choice of the academic price; promotion and
 // contract are basis points applied after it, in that order; the product
-// is floored at 50% of the window's list price. Package plans rate their
+// is floored at 50% of the window's list price. Degraded (Terms.DegradedBps,
+// from a GPU listing's price share: DegradedBpsOf) scales the list price of
+// GPUs listed as degraded, so it scales the floor too; the no-GPU price is
+// never scaled. Package plans rate their
 // running time as Prepaid lines of zero; the package itself is RatePackage.
 //
 // Amounts are exact: an Amount is a 128-bit integer numerator over the fixed
-// Denominator 3600 × 10^8, so every line and every sum is exact with no
+// Denominator 3600 × 10^12 (three basis-point factors), so every line and
+// every sum is exact with no
 // floats and no math/big on the hot path (math/big is used only to print and
 // to test). Input bounds (MaxRateFen, MaxGPUCount, MaxLineSeconds) keep a
 // line far from the 128-bit limit; an out-of-range sum is an error.
@@ -74,7 +78,9 @@
 // as usage would be rated, groups it into peak and off-peak lines (seconds,
 // hours, rate, amount), totals it, and lists the daily/weekly/monthly
 // package alternatives (periods needed to cover the duration; a month is 30
-// days) with the cheapest way to pay.
+// days) with the cheapest way to pay. QuoteShare quotes GPUs listed as
+// degraded at a price share: hourly only, each line showing the scaled
+// rate.
 //
 // # Errors
 //

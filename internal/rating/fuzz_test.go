@@ -50,20 +50,26 @@ func FuzzSegment(f *testing.F) {
 
 // FuzzRate rates arbitrary segments under arbitrary terms: out-of-range input
 // must be refused as invalid, anything else must equal the big.Rat formula,
-// stay between the 50% floor and the undiscounted price, and round half-up.
+// stay between the (degraded-scaled) 50% floor and the undiscounted
+// price, and round half-up.
 func FuzzRate(f *testing.F) {
-	f.Add(int64(1800), int64(0), int64(521), int64(417), int64(10), 1, false, int64(0), int64(0), false)
-	f.Add(int64(30), int64(30), int64(3473), int64(2779), int64(10), 8, true, int64(2000), int64(3000), false)
-	f.Add(int64(86400), int64(0), int64(0), int64(0), int64(10), 0, false, int64(10000), int64(10000), true)
-	f.Add(int64(-1), int64(0), int64(-1), int64(0), int64(0), -1, false, int64(-1), int64(10001), false)
-	f.Fuzz(func(t *testing.T, secs, topUp, list, academic, noGPU int64, count int, isAcademic bool, promo, contract int64, pkg bool) {
+	f.Add(int64(1800), int64(0), int64(521), int64(417), int64(10), 1, false, int64(0), int64(0), false, int64(0))
+	f.Add(int64(30), int64(30), int64(3473), int64(2779), int64(10), 8, true, int64(2000), int64(3000), false, int64(0))
+	f.Add(int64(86400), int64(0), int64(0), int64(0), int64(10), 0, false, int64(10000), int64(10000), true, int64(0))
+	f.Add(int64(-1), int64(0), int64(-1), int64(0), int64(0), -1, false, int64(-1), int64(10001), false, int64(0))
+	f.Add(int64(3600), int64(0), int64(521), int64(417), int64(10), 2, false, int64(0), int64(0), false, int64(1500))
+	f.Add(int64(7200), int64(0), int64(1000000000), int64(900000000), int64(10), 1024, true, int64(9000), int64(0), false, int64(5500))
+	f.Add(int64(60), int64(0), int64(521), int64(0), int64(10), 1, false, int64(0), int64(0), false, int64(10001))
+	f.Add(int64(3600), int64(0), int64(521), int64(0), int64(10), 0, false, int64(0), int64(0), false, int64(3000))
+	f.Fuzz(func(t *testing.T, secs, topUp, list, academic, noGPU int64, count int, isAcademic bool, promo, contract int64, pkg bool, degraded int64) {
 		x := time.Date(2025, 3, 5, 10, 0, 0, 0, time.UTC)
 		if secs > 1<<40 || secs < -(1<<40) {
 			secs %= 1 << 40
 		}
 		seg := rating.Segment{Start: x, End: x.Add(time.Duration(secs) * time.Second), ListFen: list, AcademicFen: academic,
 			NoGPUFen: noGPU, MinimumTopUp: topUp}
-		terms := rating.Terms{Plan: gpurent.PlanHourly, GPUCount: count, Academic: isAcademic, PromotionBps: promo, ContractBps: contract}
+		terms := rating.Terms{Plan: gpurent.PlanHourly, GPUCount: count, Academic: isAcademic, PromotionBps: promo, ContractBps: contract,
+			DegradedBps: degraded}
 		if pkg {
 			terms.Plan = gpurent.PlanDaily
 		}
@@ -77,7 +83,7 @@ func FuzzRate(f *testing.F) {
 		}
 		valid := secs >= 0 && topUp >= 0 && topUp < 60 && secs+topUp <= rating.MaxLineSeconds &&
 			count >= 0 && count <= rating.MaxGPUCount && promo >= 0 && promo <= rating.MaxBps &&
-			contract >= 0 && contract <= rating.MaxBps &&
+			contract >= 0 && contract <= rating.MaxBps && degraded >= 0 && degraded <= rating.MaxBps &&
 			(pkg || (unit >= 0 && unit <= rating.MaxRateFen && list >= 0 && list <= rating.MaxRateFen))
 		if !valid {
 			if !gpurent.IsCode(err, gpurent.CodeInvalid) {
@@ -97,9 +103,14 @@ func FuzzRate(f *testing.F) {
 		}
 		units := int64(max(count, 1))
 		n := big.NewRat((secs+topUp)*units, 3600)
+		share := big.NewRat(10000-degraded, 10000)
+		if count == 0 {
+			share = big.NewRat(1, 1) // the no-GPU price is never scaled
+		}
 		perHour := new(big.Rat).SetInt64(unit)
+		perHour.Mul(perHour, share)
 		perHour.Mul(perHour, big.NewRat((10000-promo)*(10000-contract), 100_000_000))
-		floor := big.NewRat(list, 2)
+		floor := new(big.Rat).Mul(big.NewRat(list, 2), share)
 		if perHour.Cmp(floor) < 0 {
 			perHour = floor
 		}
@@ -114,7 +125,8 @@ func FuzzRate(f *testing.F) {
 			t.Fatalf("below the floor: %s < %s", l.Exact, lo.RatString())
 		}
 		if unit <= list {
-			if hi := new(big.Rat).Mul(big.NewRat(list, 1), n); l.Exact.Rat().Cmp(hi) > 0 {
+			hi := new(big.Rat).Mul(new(big.Rat).Mul(big.NewRat(list, 1), share), n)
+			if l.Exact.Rat().Cmp(hi) > 0 {
 				t.Fatalf("above the list price: %s > %s", l.Exact, hi.RatString())
 			}
 		}

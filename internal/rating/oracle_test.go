@@ -42,6 +42,7 @@ type session struct {
 	academic   bool
 	promo      int64
 	contract   int64
+	degraded   int64        // DegradedBps
 	versions   []refVersion // in increasing eff order, versions[0].eff ≤ start
 }
 
@@ -172,10 +173,17 @@ func refAmount(loc *time.Location, ss session, secs map[bucketKey]int64) *big.Ra
 				rate = p.AcademicPeakFen
 			}
 		}
+		// A degraded listing scales the GPU prices (list and academic),
+		// so the floor too; the no-GPU price is never scaled.
+		share := big.NewRat(10000-ss.degraded, 10000)
+		if ss.count == 0 {
+			share = big.NewRat(1, 1)
+		}
 		perHour := new(big.Rat).SetInt64(rate)
+		perHour.Mul(perHour, share)
 		perHour.Mul(perHour, big.NewRat(10000-ss.promo, 10000))
 		perHour.Mul(perHour, big.NewRat(10000-ss.contract, 10000))
-		if half := big.NewRat(list, 2); perHour.Cmp(half) < 0 {
+		if half := new(big.Rat).Mul(big.NewRat(list, 2), share); perHour.Cmp(half) < 0 {
 			perHour = half
 		}
 		amt := new(big.Rat).Mul(perHour, big.NewRat(n*units, 3600))
@@ -265,6 +273,12 @@ func randSession(r *rand.Rand, loc *time.Location, long bool) session {
 	if r.IntN(2) == 0 {
 		ss.contract = r.Int64N(10001)
 	}
+	switch r.IntN(4) {
+	case 0: // a listing's share, as metering makes it
+		ss.degraded = rating.DegradedBpsOf(1 + r.IntN(999))
+	case 1: // any basis points
+		ss.degraded = r.Int64N(10001)
+	}
 	ss.versions = []refVersion{{eff: ss.start - r.Int64N(30*86400), rule: randRule(r), prices: randPrices(r)}}
 	effs := map[int64]bool{ss.versions[0].eff: true}
 	for n := r.IntN(4); n > 0; n-- {
@@ -323,7 +337,7 @@ func checkSession(t *testing.T, loc *time.Location, ss session, name string) {
 		t.Fatalf("%s %+v: split: %v", name, ss, err)
 	}
 	terms := rating.Terms{Plan: gpurent.PlanHourly, GPUCount: ss.count, Academic: ss.academic,
-		PromotionBps: ss.promo, ContractBps: ss.contract}
+		PromotionBps: ss.promo, ContractBps: ss.contract, DegradedBps: ss.degraded}
 	lines, err := rating.Rate(segs, terms)
 	if err != nil {
 		t.Fatalf("%s %+v: rate: %v", name, ss, err)

@@ -121,7 +121,7 @@ func TestSplitAdditive(t *testing.T) {
 		a, z := time.Unix(ss.start, 0), time.Unix(ss.end, 0)
 		m := time.Unix(ss.start+r.Int64N(ss.end-ss.start+1), 0)
 		terms := rating.Terms{Plan: gpurent.PlanHourly, GPUCount: ss.count, Academic: ss.academic,
-			PromotionBps: ss.promo, ContractBps: ss.contract}
+			PromotionBps: ss.promo, ContractBps: ss.contract, DegradedBps: ss.degraded}
 		whole := mustTotal(t, mustRate(t, mustSplit(t, b, a, z), terms))
 		left := mustTotal(t, mustRate(t, mustSplit(t, b, a, m), terms))
 		right := mustTotal(t, mustRate(t, mustSplit(t, b, m, z), terms))
@@ -265,7 +265,7 @@ func TestLiveDebits(t *testing.T) {
 		ss.end = ss.start + 60 + r.Int64N(4*3600)
 		b := ss.book(t, loc)
 		terms := rating.Terms{Plan: gpurent.PlanHourly, GPUCount: ss.count, Academic: ss.academic,
-			PromotionBps: ss.promo, ContractBps: ss.contract}
+			PromotionBps: ss.promo, ContractBps: ss.contract, DegradedBps: ss.degraded}
 		start := time.Unix(ss.start, 0)
 		var debited int64
 		for now := ss.start; now < ss.end; now += 1 + r.Int64N(60) {

@@ -13,8 +13,11 @@ type Quotation struct {
 	TypeID   string
 	GPUCount int
 	Academic bool
-	Start    time.Time // UTC
-	End      time.Time // UTC, Start + duration
+	// PricePermille is the price share of a degraded listing quoted by
+	// QuoteShare (0: the full price).
+	PricePermille int
+	Start         time.Time // UTC
+	End           time.Time // UTC, Start + duration
 
 	// Lines of the hourly plan: one per distinct (window, rate), peak lines
 	// first, each rounded once. HourlyFen is the sum of the rounded lines.
@@ -37,11 +40,16 @@ type Quotation struct {
 type QuoteLine struct {
 	OffPeak bool
 	NoGPU   bool
-	Seconds int64  // billed seconds at this rate
-	RateFen int64  // per unit-hour (per GPU, or per instance in no-GPU mode)
-	Units   int64  // GPUs, or 1 in no-GPU mode
-	Exact   Amount // exact, before rounding
-	Fen     int64  // Exact rounded half-up
+	Seconds int64 // billed seconds at this rate
+	// RateFen is the rate per unit-hour (per GPU, or per instance in
+	// no-GPU mode) the customer pays: for a degraded listing the list
+	// rate scaled by its share, rounded half-up to the fen for display
+	// (Exact is exact); ListRateFen is the rate before the share.
+	RateFen     int64
+	ListRateFen int64
+	Units       int64  // GPUs, or 1 in no-GPU mode
+	Exact       Amount // exact, before rounding
+	Fen         int64  // Exact rounded half-up
 }
 
 // Hours returns Seconds as hours, exact up to four decimals (e.g. "69",
@@ -65,6 +73,21 @@ type PackageOption struct {
 // so the 60-second minimum applies) and on each package plan. start and
 // duration must be whole seconds.
 func Quote(b *Book, typeID string, count int, start time.Time, duration time.Duration, academic bool) (Quotation, error) {
+	return QuoteShare(b, typeID, count, start, duration, academic, 0)
+}
+
+// QuoteShare is Quote for GPUs listed as degraded at a price share in
+// permille (0 or 1000: the full price, as Quote). A degraded listing is
+// rented on the hourly plan only, so a quote at a share lists no package;
+// its lines show the scaled rate. A share needs at least one GPU.
+func QuoteShare(b *Book, typeID string, count int, start time.Time, duration time.Duration, academic bool, pricePermille int) (Quotation, error) {
+	degraded := DegradedBpsOf(pricePermille)
+	if degraded > 0 && count == 0 {
+		return Quotation{}, gpurent.Errorf(gpurent.CodeInvalid, "a degraded listing is of GPUs: quote at least one")
+	}
+	if degraded == 0 {
+		pricePermille = 0
+	}
 	if duration < 0 || duration%time.Second != 0 {
 		return Quotation{}, gpurent.Errorf(gpurent.CodeInvalid, "quote duration must be a non-negative whole number of seconds")
 	}
@@ -73,18 +96,20 @@ func Quote(b *Book, typeID string, count int, start time.Time, duration time.Dur
 	if err != nil {
 		return Quotation{}, err
 	}
-	lines, err := Rate(segs, Terms{Plan: gpurent.PlanHourly, GPUCount: count, Academic: academic})
+	lines, err := Rate(segs, Terms{Plan: gpurent.PlanHourly, GPUCount: count, Academic: academic, DegradedBps: degraded})
 	if err != nil {
 		return Quotation{}, err
 	}
-	q := Quotation{TypeID: typeID, GPUCount: count, Academic: academic, Start: start.UTC(), End: end.UTC()}
+	q := Quotation{TypeID: typeID, GPUCount: count, Academic: academic, PricePermille: pricePermille,
+		Start: start.UTC(), End: end.UTC()}
 	for _, l := range lines {
 		i := 0
-		for i < len(q.Lines) && (q.Lines[i].OffPeak != l.Segment.OffPeak || q.Lines[i].RateFen != l.RateFen) {
+		for i < len(q.Lines) && (q.Lines[i].OffPeak != l.Segment.OffPeak || q.Lines[i].ListRateFen != l.RateFen) {
 			i++
 		}
 		if i == len(q.Lines) {
-			q.Lines = append(q.Lines, QuoteLine{OffPeak: l.Segment.OffPeak, NoGPU: l.NoGPU, RateFen: l.RateFen, Units: l.Units})
+			q.Lines = append(q.Lines, QuoteLine{OffPeak: l.Segment.OffPeak, NoGPU: l.NoGPU,
+				RateFen: ScaledRateFen(l.RateFen, degraded), ListRateFen: l.RateFen, Units: l.Units})
 		}
 		q.Lines[i].Seconds += l.Seconds
 		if q.Lines[i].Exact, err = q.Lines[i].Exact.Add(l.Exact); err != nil {
@@ -105,7 +130,7 @@ func Quote(b *Book, typeID string, count int, start time.Time, duration time.Dur
 	}
 	q.Lines = append(peak, off...)
 	q.Cheapest, q.CheapestFen = gpurent.PlanHourly, q.HourlyFen
-	if count == 0 || duration == 0 {
+	if count == 0 || duration == 0 || degraded > 0 {
 		return q, nil
 	}
 	secs := int64(duration / time.Second)

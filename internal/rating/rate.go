@@ -2,6 +2,7 @@ package rating
 
 import (
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -29,6 +30,34 @@ type Terms struct {
 	// academic price in this order: promotion, then contract.
 	PromotionBps int64
 	ContractBps  int64
+	// DegradedBps scales the price of GPUs listed as degraded, in basis
+	// points, 0–10,000 (DegradedBpsOf makes it from the allocation's
+	// price share). It multiplies like the discounts, but it scales the
+	// list price itself: the 50% floor is of the scaled list price, so a
+	// card listed at 45% of the price costs 45%, never the unscaled floor.
+	// The no-GPU price (GPUCount 0) is never scaled.
+	DegradedBps int64
+}
+
+// DegradedBpsOf is the DegradedBps of a price share in permille (an
+// allocation's or usage run's PricePermille): 10,000 − 10 × permille when
+// 0 < permille < 1000, else 0 (0 and 1000 are the full price).
+func DegradedBpsOf(pricePermille int) int64 {
+	if pricePermille <= 0 || pricePermille >= 1000 {
+		return 0
+	}
+	return MaxBps - 10*int64(pricePermille)
+}
+
+// ScaledRateFen is a per-hour (or per-period) rate under DegradedBps,
+// rounded half-up to the fen: what a statement or quote shows as the rate
+// of a degraded listing. Amounts never use it; they scale exactly.
+func ScaledRateFen(rateFen, degradedBps int64) int64 {
+	if degradedBps <= 0 {
+		return rateFen
+	}
+	num := rateFen * (MaxBps - degradedBps) // ≤ MaxRateFen × 10^4, fits
+	return (2*num + MaxBps) / (2 * MaxBps)
 }
 
 // Validate checks the terms.
@@ -41,14 +70,34 @@ func (t Terms) Validate() error {
 	if t.GPUCount < 0 || t.GPUCount > MaxGPUCount {
 		return gpurent.Errorf(gpurent.CodeInvalid, "GPU count %d is out of range [0, %d]", t.GPUCount, MaxGPUCount)
 	}
-	if t.PromotionBps < 0 || t.PromotionBps > MaxBps || t.ContractBps < 0 || t.ContractBps > MaxBps {
+	if t.PromotionBps < 0 || t.PromotionBps > MaxBps || t.ContractBps < 0 || t.ContractBps > MaxBps ||
+		t.DegradedBps < 0 || t.DegradedBps > MaxBps {
 		return gpurent.Errorf(gpurent.CodeInvalid, "discounts must lie in [0, %d] basis points", MaxBps)
 	}
 	return nil
 }
 
-// factor is (1 − promotion) × (1 − contract) scaled by 10^8.
-func (t Terms) factor() int64 { return (MaxBps - t.PromotionBps) * (MaxBps - t.ContractBps) }
+// factor is (1 − degraded) × (1 − promotion) × (1 − contract) scaled by
+// 10^12 (at most 10^12: fits an int64).
+func (t Terms) factor() uint64 {
+	return uint64((MaxBps - t.DegradedBps) * (MaxBps - t.PromotionBps) * (MaxBps - t.ContractBps))
+}
+
+// floorFactor is (1 − degraded) × 50% scaled by 10^12: the floor's share
+// of the list price.
+func (t Terms) floorFactor() uint64 { return uint64((MaxBps - t.DegradedBps) * FloorBps * MaxBps) }
+
+// perHour is max(price × factor, list × floor) at 10^12 scale (factor and
+// floor from Terms.factor and Terms.floorFactor), in 128 bits (10^9 fen ×
+// 10^12 exceeds 64), and whether the floor won.
+func perHour(price, list int64, factor, floor uint64) (hi, lo uint64, floored bool) {
+	hi, lo = bits.Mul64(uint64(price), factor)
+	fhi, flo := bits.Mul64(uint64(list), floor)
+	if wideLess(hi, lo, fhi, flo) {
+		return fhi, flo, true
+	}
+	return hi, lo, false
+}
 
 // Line is one rated segment.
 type Line struct {
@@ -72,9 +121,9 @@ func (l Line) Fen() int64 { return l.Exact.RoundHalfUp() }
 // Rater rates segments under fixed, validated terms. It is a value; use one
 // per goroutine or share it, it holds no state.
 type Rater struct {
-	terms  Terms
-	factor int64
-	units  int64
+	terms         Terms
+	units         int64
+	factor, floor uint64
 }
 
 // NewRater validates the terms and returns their rater.
@@ -85,16 +134,17 @@ func NewRater(t Terms) (Rater, error) {
 	u := int64(t.GPUCount)
 	if u == 0 {
 		u = 1
+		t.DegradedBps = 0 // no GPU, no degraded listing: the no-GPU price stands
 	}
-	return Rater{terms: t, factor: t.factor(), units: u}, nil
+	return Rater{terms: t, units: u, factor: t.factor(), floor: t.floorFactor()}, nil
 }
 
 // Rate prices one segment:
 //
 //	rate  = academic price of the window if Academic, else its list price
 //	        (the no-GPU price, with no academic variant, when GPUCount is 0)
-//	exact = seconds × units × max(rate × (1−promotion) × (1−contract),
-//	                              list × 50%) / 3600
+//	exact = seconds × units × max(rate × (1−degraded) × (1−promotion) × (1−contract),
+//	                              list × (1−degraded) × 50%) / 3600
 //
 // exactly, with no rounding. Package plans give a Prepaid line of zero.
 func (r Rater) Rate(s Segment) (Line, error) {
@@ -122,13 +172,10 @@ func (r Rater) Rate(s Segment) (Line, error) {
 	if l.RateFen < 0 || l.RateFen > MaxRateFen || l.ListFen < 0 || l.ListFen > MaxRateFen {
 		return Line{}, gpurent.Errorf(gpurent.CodeInvalid, "segment rate is out of range [0, %d] fen", MaxRateFen)
 	}
-	// Both products fit easily: MaxRateFen × 10^8 = 10^17 < 2^63.
-	e := l.RateFen * r.factor
-	if fl := l.ListFen * (FloorBps * MaxBps); e < fl {
-		e, l.Floored = fl, true
-	}
-	// Per-hour amount at 10^8 scale; the Denominator supplies the / 3600.
-	x, err := amountFromProduct(uint64(l.Seconds*l.Units), uint64(e))
+	// Per-hour amount at 10^12 scale; the Denominator supplies the / 3600.
+	hi, lo, floored := perHour(l.RateFen, l.ListFen, r.factor, r.floor)
+	l.Floored = floored
+	x, err := amountFromWide(uint64(l.Seconds*l.Units), hi, lo)
 	if err != nil {
 		return Line{}, err
 	}
@@ -236,7 +283,8 @@ func (l PackageLine) Fen() int64 { return l.Exact.RoundHalfUp() }
 
 // RatePackage prices periods of the package plan t.Plan for t.GPUCount GPUs
 // of a type, at the prices in force at the purchase instant at: periods ×
-// GPUs × max(price × (1−promotion) × (1−contract), list × 50%), exactly.
+// GPUs × max(price × (1−degraded) × (1−promotion) × (1−contract),
+// list × (1−degraded) × 50%), exactly.
 func RatePackage(b *Book, typeID string, at time.Time, periods int64, t Terms) (PackageLine, error) {
 	if err := t.Validate(); err != nil {
 		return PackageLine{}, err
@@ -257,12 +305,10 @@ func RatePackage(b *Book, typeID string, at time.Time, periods int64, t Terms) (
 	}
 	unit, _ := p.Package(t.Plan, t.Academic)
 	l := PackageLine{Plan: t.Plan, VersionID: vid, Periods: periods, Units: int64(t.GPUCount), UnitFen: unit, ListFen: list}
-	e := unit * t.factor()
-	if fl := list * (FloorBps * MaxBps); e < fl {
-		e, l.Floored = fl, true
-	}
+	hi, lo, floored := perHour(unit, list, t.factor(), t.floorFactor())
+	l.Floored = floored
 	// × 3600 because the Denominator carries a / 3600 that a period price
 	// does not have.
-	l.Exact, err = amountFromProduct(uint64(periods*l.Units*3600), uint64(e))
+	l.Exact, err = amountFromWide(uint64(periods*l.Units*3600), hi, lo)
 	return l, err
 }

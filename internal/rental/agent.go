@@ -131,6 +131,15 @@ func (s *Service) desired(ctx context.Context, h *gpurent.Host) (*agentproto.Des
 	if err := s.addMoves(ctx, h, ops, d); err != nil {
 		return nil, err
 	}
+	jobs, err := s.store.ListBenchJobs(ctx, gpurent.BenchJobFilter{HostID: h.ID, OpenOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	for i := len(jobs) - 1; i >= 0; i-- { // oldest first: the agent runs them in order
+		j := jobs[i]
+		d.Bench = append(d.Bench, agentproto.BenchJob{JobID: j.ID, Tier: j.Tier, GPUType: j.GPUType,
+			GPUUUIDs: j.GPUIDs, InstanceID: j.InstanceID, Options: s.cfg.BenchOptions})
+	}
 	return d, nil
 }
 

@@ -51,7 +51,7 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 		return nil, false, err
 	}
 	req := sched.Request{
-		TypeID: gt.ID, Count: r.Count, ZoneID: r.ZoneID,
+		TypeID: gt.ID, Count: r.Count, ZoneID: r.ZoneID, Degraded: r.Degraded,
 		CPUMilli: gt.CPUMilliPerGPU * int64(r.Count), MemoryMiB: gt.MemoryMiBPerGPU * int64(r.Count),
 	}
 	if r.Count == 0 {
@@ -77,8 +77,10 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 			s.log.Info("instance placed", "instance", d.Instance.ID, "account", acc.ID, "host", p.HostID,
 				"gpu_type", gt.ID, "count", r.Count)
 			return d, true, nil
-		case errors.Is(err, errGPUTaken):
-			s.snap.invalidate() // another request or replica got there first: plan again
+		case errors.Is(err, errGPUTaken), errors.Is(err, errListingChanged):
+			// Another request or replica got there first, or a GPU's
+			// listing changed since the snapshot: plan again.
+			s.snap.invalidate()
 		case errors.Is(err, errKeyTaken):
 			d, err := s.byKey(ctx, acc, r.IdempotencyKey, hash)
 			if d == nil && err == nil {
@@ -96,7 +98,60 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 var (
 	errGPUTaken = errors.New("gpu taken")
 	errKeyTaken = errors.New("idempotency key taken")
+	// errListingChanged: a placed GPU is no longer of the listing the
+	// request asked for (degraded or not) in the database.
+	errListingChanged = errors.New("gpu listing changed")
 )
+
+// listingPermille checks, inside the claim's transaction, that every GPU
+// of p is of the listing req asks for (degraded or not) as the database
+// has it now, not as the snapshot had it, and answers the allocation's
+// price share: the mean of the GPUs' shares in permille, rounded half up,
+// 0 for the full price. A GPU without a certification is at the full
+// price and not degraded.
+func listingPermille(ctx context.Context, q gpurent.Queries, req sched.Request, p sched.Placement) (int, error) {
+	if len(p.GPUIDs) == 0 {
+		return 0, nil
+	}
+	certs, err := q.ListGPUCerts(ctx, p.HostID)
+	if err != nil {
+		return 0, err
+	}
+	shares := make([]int, 0, len(p.GPUIDs))
+	for _, id := range p.GPUIDs {
+		degraded, share := false, 1000
+		for i := range certs {
+			if certs[i].GPUID == id {
+				degraded = certs[i].State == gpurent.CertDegraded
+				share = sched.PriceShare(certs[i].PricePermille)
+				break
+			}
+		}
+		if degraded != req.Degraded {
+			return 0, errListingChanged
+		}
+		shares = append(shares, share)
+	}
+	return meanPermille(shares), nil
+}
+
+// meanPermille is the mean of price shares in permille (each in 1..1000),
+// rounded half up; 0 when it is the full price (1000) or there are none.
+func meanPermille(shares []int) int {
+	if len(shares) == 0 {
+		return 0
+	}
+	sum := 0
+	for _, p := range shares {
+		sum += p
+	}
+	n := len(shares)
+	m := (2*sum + n) / (2 * n)
+	if m >= 1000 {
+		return 0
+	}
+	return m
+}
 
 // claimNew writes the instance, its volume, its allocation and its first
 // events in one transaction. The allocation's constraint decides races.
@@ -121,10 +176,15 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 	if h := s.snap.host(p.HostID); h != nil {
 		hostName = h.Name
 	}
+	listing := r.TypeID
+	if r.Degraded {
+		listing = "degraded " + r.TypeID
+	}
 	events := []*gpurent.Event{
-		newEvent(in.ID, now, "created", "requested %d x %s, image %s", r.Count, r.TypeID, r.Image),
+		newEvent(in.ID, now, "created", "requested %d x %s, image %s", r.Count, listing, r.Image),
 		newEvent(in.ID, now, "placed", "placed on host %s, GPUs %s; provisioning", hostName, strings.Join(p.GPUIDs, ",")),
 	}
+	placed := events[1].Message
 	err := s.store.InTx(ctx, func(q gpurent.Queries) error {
 		if err := q.CreateInstance(ctx, in); err != nil {
 			if gpurent.IsCode(err, gpurent.CodeConflict) {
@@ -134,6 +194,14 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 		}
 		if err := q.CreateVolume(ctx, vol); err != nil {
 			return err
+		}
+		permille, err := listingPermille(ctx, q, req, p)
+		if err != nil {
+			return err
+		}
+		alloc.PricePermille = permille
+		if permille > 0 {
+			events[1].Message = placed + fmt.Sprintf("; degraded GPUs, billed at %d.%d%% of the list price", permille/10, permille%10)
 		}
 		if err := q.CreateAllocation(ctx, alloc); err != nil {
 			if gpurent.IsCode(err, gpurent.CodeConflict) {
@@ -146,13 +214,16 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 				return err
 			}
 		}
-		_, err := q.BumpHostGeneration(ctx, p.HostID)
+		_, err = q.BumpHostGeneration(ctx, p.HostID)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	in.AllocationID, in.GPUIDs = alloc.ID, alloc.GPUIDs
+	if alloc.PricePermille > 0 {
+		s.log.Info("degraded GPUs rented", "instance", in.ID, "price_permille", alloc.PricePermille)
+	}
 	// The answer is built from what was just written; only the host's
 	// record comes from the snapshot (or, if it was dropped, the store).
 	d := &Detail{Instance: *in, Volume: vol, Host: s.snap.host(p.HostID)}
@@ -204,6 +275,10 @@ func (s *Service) normalize(r *RentRequest) error {
 		return gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must not be negative, got %d", r.Count)
 	case r.Count == 0 && r.Plan != gpurent.PlanHourly:
 		return gpurent.Errorf(gpurent.CodeInvalid, "no-GPU mode (gpu_count 0) is billed by the second: plan must be hourly, got %q", r.Plan)
+	case r.Degraded && r.Count == 0:
+		return gpurent.Errorf(gpurent.CodeInvalid, "degraded is a listing of GPUs: gpu_count must be at least 1")
+	case r.Degraded && r.Plan != gpurent.PlanHourly:
+		return gpurent.Errorf(gpurent.CodeInvalid, "degraded GPUs are billed by the second at their listed share: plan must be hourly, got %q", r.Plan)
 	case r.Count > s.cfg.MaxGPUsPerInstance:
 		return gpurent.Errorf(gpurent.CodeInvalid, "gpu_count must be at most %d (one host), got %d", s.cfg.MaxGPUsPerInstance, r.Count)
 	case r.Image == "":

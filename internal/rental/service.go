@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
 // Config configures the service.
@@ -39,6 +40,9 @@ type Config struct {
 	MaxVolumeGiB int
 	// PollWait is how long Desired waits for a change (default 25 s).
 	PollWait time.Duration
+	// BenchOptions are handed to agents with every benchmark job (zero:
+	// the suite's tier defaults; tests and the demo shorten runs).
+	BenchOptions agentproto.BenchOptions
 	// HostTimeout is how long a host may be silent and still get new
 	// placements (default 30 s).
 	HostTimeout time.Duration
@@ -143,16 +147,23 @@ type RentRequest struct {
 	Plan           gpurent.Plan // "" is hourly
 	VolumeGiB      int          // 0 is the default size
 	IdempotencyKey string       // optional; same key + same request → same instance
+	// Degraded asks for GPUs listed as degraded (slower, at a price
+	// scaled by their measured speed), and only those; without it the
+	// instance gets only GPUs that are not. Hourly plan, one GPU or more.
+	Degraded bool
 }
 
 // hash identifies the request for idempotency: the same key with another
 // request is refused.
 func (r RentRequest) hash() string {
+	// Degraded is left out when false, so the hashes of requests made
+	// before the option existed stay as they were.
 	b, _ := json.Marshal(struct {
 		Name, Image, TypeID, ZoneID string
 		Count, VolumeGiB            int
 		Plan                        gpurent.Plan
-	}{r.Name, r.Image, r.TypeID, r.ZoneID, r.Count, r.VolumeGiB, r.Plan})
+		Degraded                    bool `json:",omitempty"`
+	}{r.Name, r.Image, r.TypeID, r.ZoneID, r.Count, r.VolumeGiB, r.Plan, r.Degraded})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -57,11 +57,26 @@ func (c *snapshotCache) invalidate() {
 	c.mu.Unlock()
 }
 
-// load reads the fleet; c.mu is held.
-func (c *snapshotCache) load(ctx context.Context) error {
+// fleetView is the fleet as the scheduler sees it, read from the store.
+type fleetView struct {
+	hosts    []sched.Host
+	byID     map[string]int
+	info     map[string]*gpurent.Host
+	types    map[string]gpurent.GPUType
+	ready    []bool
+	lastSeen []time.Time
+}
+
+// read reads the fleet from the store, judging each host's liveness at now.
+// A GPU is free when nothing holds it: no open allocation and no benchmark
+// job; its listing (degraded or not, and its price share) comes from its
+// certification. With resources, what instances and moves hold is taken
+// from each host's CPU and memory (placement needs it; counting GPUs does
+// not).
+func (c *snapshotCache) read(ctx context.Context, now time.Time, resources bool) (*fleetView, error) {
 	types, err := c.store.GPUTypes(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	perGPU := make(map[string]gpurent.GPUType, len(types))
 	for _, t := range types {
@@ -69,14 +84,16 @@ func (c *snapshotCache) load(ctx context.Context) error {
 	}
 	hosts, err := c.store.ListHosts(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	now := c.now()
-	out := make([]sched.Host, 0, len(hosts))
-	byID := make(map[string]int, len(hosts))
-	info := make(map[string]*gpurent.Host, len(hosts))
-	ready := make([]bool, 0, len(hosts))
-	lastSeen := make([]time.Time, 0, len(hosts))
+	v := &fleetView{
+		hosts:    make([]sched.Host, 0, len(hosts)),
+		byID:     make(map[string]int, len(hosts)),
+		info:     make(map[string]*gpurent.Host, len(hosts)),
+		types:    perGPU,
+		ready:    make([]bool, 0, len(hosts)),
+		lastSeen: make([]time.Time, 0, len(hosts)),
+	}
 	for _, h := range hosts {
 		sh := sched.Host{
 			ID:          h.ID,
@@ -87,58 +104,83 @@ func (c *snapshotCache) load(ctx context.Context) error {
 			GPUs:        make([]sched.GPU, 0, len(h.GPUs)),
 		}
 		for _, g := range h.GPUs {
-			held := g.AllocationID != ""
+			held := g.AllocationID != "" || g.BenchJobID != ""
 			sh.GPUs = append(sh.GPUs, sched.GPU{
 				ID: g.ID, Index: g.Index, TypeID: g.TypeID, TopoGroup: g.TopoGroup,
 				NUMANode: g.NUMANode, Healthy: g.Health == gpurent.GPUHealthy, Free: !held,
+				Degraded: g.Degraded, PricePermille: g.PricePermille,
 			})
 		}
-		byID[h.ID] = len(out)
-		out = append(out, sh)
-		ready = append(ready, h.State == gpurent.HostReady)
+		v.byID[h.ID] = len(v.hosts)
+		v.hosts = append(v.hosts, sh)
+		v.ready = append(v.ready, h.State == gpurent.HostReady)
 		var seen time.Time
 		if h.LastSeenAt != nil {
 			seen = *h.LastSeenAt
 		}
-		lastSeen = append(lastSeen, seen)
+		v.lastSeen = append(v.lastSeen, seen)
 		h.GPUs = nil
-		info[h.ID] = &h
+		v.info[h.ID] = &h
+	}
+	if !resources {
+		return v, nil
 	}
 	// What holds an allocation holds its CPU and memory (instances in
 	// no-GPU mode included, which hold no GPU to show it).
 	ins, err := c.store.ListInstances(ctx, gpurent.InstanceFilter{ActiveOnly: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, in := range ins {
-		if i, ok := byID[in.HostID]; ok && in.AllocationID != "" {
-			out[i].CPUFree -= in.CPUMilli
-			out[i].MemFreeMiB -= in.MemoryMiB
+		if i, ok := v.byID[in.HostID]; ok && in.AllocationID != "" {
+			v.hosts[i].CPUFree -= in.CPUMilli
+			v.hosts[i].MemFreeMiB -= in.MemoryMiB
 		}
 	}
 	// A move's target holds its resources from the claim: the instance
 	// counts there too until the switch.
 	ops, err := c.store.ListOperations(ctx, gpurent.OperationFilter{ActiveOnly: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, op := range ops {
 		switch op.Step {
 		case gpurent.StepCopying, gpurent.StepFinal, gpurent.StepStarting:
-			if i, ok := byID[op.ToHostID]; ok {
-				out[i].CPUFree -= op.ToCPUMilli
-				out[i].MemFreeMiB -= op.ToMemoryMiB
+			if i, ok := v.byID[op.ToHostID]; ok {
+				v.hosts[i].CPUFree -= op.ToCPUMilli
+				v.hosts[i].MemFreeMiB -= op.ToMemoryMiB
 			}
 		}
 	}
-	c.hosts, c.byID, c.info, c.types, c.loadedAt = out, byID, info, perGPU, now
-	c.ready, c.lastSeen = ready, lastSeen
+	return v, nil
+}
+
+// load reads the fleet into the cache; c.mu is held.
+func (c *snapshotCache) load(ctx context.Context) error {
+	now := c.now()
+	v, err := c.read(ctx, now, true)
+	if err != nil {
+		return err
+	}
+	c.hosts, c.byID, c.info, c.types, c.loadedAt = v.hosts, v.byID, v.info, v.types, now
+	c.ready, c.lastSeen = v.ready, v.lastSeen
 	c.gen++
 	for r := range c.pending {
 		c.take(r)
 		r.gen = c.gen
 	}
 	return nil
+}
+
+// availability sums what a new instance could get now, per GPU type and
+// zone (sched.Availability), from a fresh read of the store rather than
+// the cache: an answer to show, which must not lag behind a stop.
+func (c *snapshotCache) availability(ctx context.Context) (map[string]map[string]sched.Counts, error) {
+	v, err := c.read(ctx, c.now(), false)
+	if err != nil {
+		return nil, err
+	}
+	return sched.Availability(v.hosts), nil
 }
 
 // take marks r's GPUs and resources used in the snapshot; c.mu is held.
@@ -240,4 +282,12 @@ func (c *snapshotCache) peek(ctx context.Context, req sched.Request) (sched.Plac
 		r.done(false)
 	}
 	return p, err
+}
+
+// Availability answers, per GPU type and zone, what a new instance could
+// get now: full-price GPUs and, apart, GPUs listed as degraded with their
+// price range (sched.Counts). GPUs held by an allocation or a benchmark
+// job are not free. It reads the store afresh.
+func (s *Service) Availability(ctx context.Context) (map[string]map[string]sched.Counts, error) {
+	return s.snap.availability(ctx)
 }

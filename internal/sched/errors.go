@@ -13,8 +13,9 @@ import (
 var ErrNoCapacity = errors.New("sched: no capacity")
 
 // ErrInvalidRequest is matched (errors.Is) by the error Place answers for a
-// malformed request (no type, a count below 1, negative CPU or memory). That
-// error carries gpurent.CodeInvalid.
+// malformed request (no type, a negative count, negative CPU or memory, a
+// degraded listing asked for no GPUs). That error carries
+// gpurent.CodeInvalid.
 var ErrInvalidRequest = errors.New("sched: invalid request")
 
 // Reason says why a request could not be placed.
@@ -89,6 +90,8 @@ func validate(req *Request) error {
 		return invalid("CPU must not be negative, got %dm", req.CPUMilli)
 	case req.MemoryMiB < 0:
 		return invalid("memory must not be negative, got %d MiB", req.MemoryMiB)
+	case req.Degraded && req.Count == 0:
+		return invalid("a degraded listing is of GPUs: ask for at least one")
 	}
 	return nil
 }
@@ -106,6 +109,10 @@ type diagnosis struct {
 	mostCPU      int64
 	mostMem      int64
 	cpuOK, memOK bool // some gpuFit host has enough CPU / memory
+	// otherFit: schedulable hosts in scope with Count usable GPUs of the
+	// type in the other listing (degraded for a full-price request and
+	// the reverse), to point the customer at them.
+	otherFit int
 }
 
 // diagnose explains why nothing fits. It runs only after Place found no
@@ -122,16 +129,25 @@ func diagnose(req *Request, hosts []Host) *NoCapacityError {
 		if req.HostID != "" && isHost && inZone {
 			d.hostFound = true
 		}
-		total, usable := 0, 0
+		total, usable, otherUsable := 0, 0, 0
 		for j := range h.GPUs {
 			g := &h.GPUs[j]
 			if g.TypeID != req.TypeID {
+				continue
+			}
+			if g.Degraded != req.Degraded {
+				if g.Free && g.Healthy {
+					otherUsable++
+				}
 				continue
 			}
 			total++
 			if g.Free && g.Healthy {
 				usable++
 			}
+		}
+		if h.Schedulable && inZone && isHost && req.Count > 0 && otherUsable >= req.Count {
+			d.otherFit++
 		}
 		if total == 0 && req.Count > 0 {
 			continue // no-GPU requests (count 0) may go to any host
@@ -162,7 +178,7 @@ func diagnose(req *Request, hosts []Host) *NoCapacityError {
 
 	e := &NoCapacityError{Req: *req, MostFree: d.mostFree, LargestHost: d.largestHost,
 		MostCPUFree: d.mostCPU, MostMemFreeMiB: d.mostMem}
-	t := req.TypeID
+	t := typeLabel(req)
 	switch {
 	case req.HostID != "" && !d.hostFound:
 		e.Reason = ReasonHostNotFound
@@ -194,7 +210,23 @@ func diagnose(req *Request, hosts []Host) *NoCapacityError {
 	default:
 		e.Reason, e.Message = resourceMessage(req, &d)
 	}
+	if d.gpuFit == 0 && d.otherFit > 0 {
+		if req.Degraded {
+			e.Message += fmt.Sprintf("; %d %s GPUs at the full price are free on one host", req.Count, req.TypeID)
+		} else {
+			e.Message += fmt.Sprintf("; %d degraded %s GPUs (slower, at a lower price) are free on one host: ask for degraded GPUs to take them", req.Count, req.TypeID)
+		}
+	}
 	return e
+}
+
+// typeLabel names the GPUs a request asks for: the type, "degraded" in
+// front when it asks for the degraded listing.
+func typeLabel(req *Request) string {
+	if req.Degraded {
+		return "degraded " + req.TypeID
+	}
+	return req.TypeID
 }
 
 // resourceMessage explains a shortage of CPU or memory on the hosts that
@@ -210,7 +242,7 @@ func resourceMessage(req *Request, d *diagnosis) (Reason, string) {
 		reason, what = ReasonMemory, "memory"
 		needS, freeS = mebibytes(req.MemoryMiB), mebibytes(d.mostMem)
 	}
-	gpus := fmt.Sprintf("%d free %s GPU%s", req.Count, req.TypeID, plural(req.Count))
+	gpus := fmt.Sprintf("%d free %s GPU%s", req.Count, typeLabel(req), plural(req.Count))
 	if req.Count == 0 {
 		if req.HostID != "" {
 			return reason, fmt.Sprintf("host %s has not enough %s for a no-GPU instance: %s needed", req.HostID, what, needS)
@@ -231,7 +263,7 @@ func resourceMessage(req *Request, d *diagnosis) (Reason, string) {
 }
 
 func notEnoughMessage(req *Request, d *diagnosis) string {
-	t := req.TypeID
+	t := typeLabel(req)
 	if req.HostID != "" {
 		if req.Count > d.largestHost {
 			return fmt.Sprintf("host %s has %d %s GPU%s in all, %d requested",

@@ -5,13 +5,13 @@ import (
 	"slices"
 )
 
-// pick chooses count usable GPUs of the type from one host's GPUs, which
+// pick chooses count usable GPUs of the listing from one host's GPUs, which
 // has at least that many: topology group first, NUMA node inside a group,
 // then the lowest index. The IDs come back ordered by GPU index.
-func pick(gpus []GPU, typeID string, count int) []string {
+func pick(gpus []GPU, l listing, count int) []string {
 	usable := make([]*GPU, 0, len(gpus))
 	for i := range gpus {
-		if gpus[i].usable(typeID) {
+		if gpus[i].usable(l) {
 			usable = append(usable, &gpus[i])
 		}
 	}

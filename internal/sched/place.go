@@ -18,6 +18,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 	if err := validate(&req); err != nil {
 		return Placement{}, err
 	}
+	l := listingOf(&req)
 	best := -1
 	var bestKey hostKey
 	for i := range hosts {
@@ -36,7 +37,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 		}
 		n := 0
 		for j := 0; j < len(h.GPUs) && n <= limit; j++ {
-			if h.GPUs[j].usable(req.TypeID) {
+			if h.GPUs[j].usable(l) {
 				n++
 			}
 		}
@@ -44,7 +45,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 			continue
 		}
 		k := hostKey{left: n - req.Count}
-		k.split = !fitsOneGroup(h.GPUs, req.TypeID, req.Count)
+		k.split = !fitsOneGroup(h.GPUs, l, req.Count)
 		k.spare = spare(h.CPUFree, req.CPUMilli) + spare(h.MemFreeMiB, req.MemoryMiB)
 		if best < 0 || k.better(&bestKey, h.ID, hosts[best].ID) {
 			best, bestKey = i, k
@@ -54,7 +55,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 		return Placement{}, diagnose(&req, hosts)
 	}
 	h := &hosts[best]
-	return Placement{HostID: h.ID, GPUIDs: pick(h.GPUs, req.TypeID, req.Count)}, nil
+	return Placement{HostID: h.ID, GPUIDs: pick(h.GPUs, l, req.Count)}, nil
 }
 
 // hostKey ranks a candidate host; smaller is better in every field.
@@ -90,21 +91,21 @@ func spare(free, need int64) uint64 {
 	return q
 }
 
-// fitsOneGroup reports whether count usable GPUs of the type share one
+// fitsOneGroup reports whether count usable GPUs of the listing share one
 // topology group. Hosts have a handful of GPUs, so the quadratic scan beats
 // any map and allocates nothing.
-func fitsOneGroup(gpus []GPU, typeID string, count int) bool {
+func fitsOneGroup(gpus []GPU, l listing, count int) bool {
 	if count <= 1 {
 		return true
 	}
 	for i := range gpus {
-		if !gpus[i].usable(typeID) {
+		if !gpus[i].usable(l) {
 			continue
 		}
 		grp := gpus[i].TopoGroup
 		first := true
 		for j := 0; j < i; j++ {
-			if gpus[j].TopoGroup == grp && gpus[j].usable(typeID) {
+			if gpus[j].TopoGroup == grp && gpus[j].usable(l) {
 				first = false
 				break
 			}
@@ -114,7 +115,7 @@ func fitsOneGroup(gpus []GPU, typeID string, count int) bool {
 		}
 		n := 1
 		for j := i + 1; j < len(gpus) && n < count; j++ {
-			if gpus[j].TopoGroup == grp && gpus[j].usable(typeID) {
+			if gpus[j].TopoGroup == grp && gpus[j].usable(l) {
 				n++
 			}
 		}

@@ -14,11 +14,12 @@ import (
 // The checks below restate the policy with plain, slow code (maps, sorts)
 // that shares nothing with Place, and hold any answer of Place to it.
 
-// refUsable counts the host's free healthy GPUs of the type per group.
-func refUsable(h *Host, typeID string) (n int, perGroup map[string]int) {
+// refUsable counts the host's free healthy GPUs of the request's type and
+// listing (degraded or not) per group.
+func refUsable(h *Host, req Request) (n int, perGroup map[string]int) {
 	perGroup = map[string]int{}
 	for _, g := range h.GPUs {
-		if g.TypeID == typeID && g.Free && g.Healthy {
+		if g.TypeID == req.TypeID && g.Degraded == req.Degraded && g.Free && g.Healthy {
 			n++
 			perGroup[g.TopoGroup]++
 		}
@@ -28,7 +29,7 @@ func refUsable(h *Host, typeID string) (n int, perGroup map[string]int) {
 
 // refFits is the filter of the policy, written out.
 func refFits(req Request, h *Host) bool {
-	n, _ := refUsable(h, req.TypeID)
+	n, _ := refUsable(h, req)
 	return h.Schedulable &&
 		(req.ZoneID == "" || h.ZoneID == req.ZoneID) &&
 		(req.HostID == "" || h.ID == req.HostID) &&
@@ -38,7 +39,7 @@ func refFits(req Request, h *Host) bool {
 
 // refOneGroup says whether req.Count usable GPUs share a group on h.
 func refOneGroup(req Request, h *Host) bool {
-	_, per := refUsable(h, req.TypeID)
+	_, per := refUsable(h, req)
 	for _, c := range per {
 		if c >= req.Count {
 			return true
@@ -81,6 +82,8 @@ func checkPlacement(req Request, hosts []Host, p Placement) string {
 			return fmt.Sprintf("GPU %s given twice", id)
 		case g.TypeID != req.TypeID || !g.Free || !g.Healthy:
 			return fmt.Sprintf("GPU %s is not a free healthy %s: %+v", id, req.TypeID, g)
+		case g.Degraded != req.Degraded:
+			return fmt.Sprintf("GPU %s is degraded=%v, the request asked degraded=%v", id, g.Degraded, req.Degraded)
 		case g.Index < lastIndex:
 			return fmt.Sprintf("GPU IDs not in index order: %v", p.GPUIDs)
 		}
@@ -90,14 +93,14 @@ func checkPlacement(req Request, hosts []Host, p Placement) string {
 	}
 
 	// Host ranking: fewest left over, then one group.
-	n, per := refUsable(h, req.TypeID)
+	n, per := refUsable(h, req)
 	left, one := n-req.Count, refOneGroup(req, h)
 	for i := range hosts {
 		o := &hosts[i]
 		if !refFits(req, o) {
 			continue
 		}
-		on, _ := refUsable(o, req.TypeID)
+		on, _ := refUsable(o, req)
 		ol := on - req.Count
 		if ol < left {
 			return fmt.Sprintf("host %s leaves %d, but %s would leave %d", h.ID, left, o.ID, ol)
@@ -140,7 +143,7 @@ func checkPlacement(req Request, hosts []Host, p Placement) string {
 
 // checkFailure returns "" when err is a right refusal of req over hosts.
 func checkFailure(req Request, hosts []Host, err error) string {
-	if req.TypeID == "" || req.Count < 0 || req.CPUMilli < 0 || req.MemoryMiB < 0 {
+	if req.TypeID == "" || req.Count < 0 || req.CPUMilli < 0 || req.MemoryMiB < 0 || (req.Degraded && req.Count == 0) {
 		if !errors.Is(err, ErrInvalidRequest) || gpurent.ErrorCode(err) != gpurent.CodeInvalid {
 			return fmt.Sprintf("invalid request %+v: err = %v", req, err)
 		}
@@ -162,7 +165,7 @@ func checkFailure(req Request, hosts []Host, err error) string {
 		if !h.Schedulable || (req.ZoneID != "" && h.ZoneID != req.ZoneID) || (req.HostID != "" && h.ID != req.HostID) {
 			continue
 		}
-		n, _ := refUsable(h, req.TypeID)
+		n, _ := refUsable(h, req)
 		mostFree = max(mostFree, n)
 		if n >= req.Count {
 			gpuFit++
@@ -232,6 +235,14 @@ func genSnapshot(src source, maxHosts int) []Host {
 				Free:      src.IntN(3) != 0,
 			})
 		}
+		// Some hosts carry GPUs listed as degraded, at a price share.
+		if src.IntN(3) == 0 {
+			for j := range h.GPUs {
+				if src.IntN(3) == 0 {
+					h.GPUs[j].Degraded, h.GPUs[j].PricePermille = true, 500+src.IntN(400)
+				}
+			}
+		}
 	}
 	return hosts
 }
@@ -263,6 +274,7 @@ func genRequest(src source, hosts []Host) Request {
 	case 1, 2, 3:
 		r.TypeID = testTypes[2]
 	}
+	r.Degraded = src.IntN(5) == 0
 	return r
 }
 

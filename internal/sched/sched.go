@@ -7,8 +7,12 @@
 //
 //   - Filters: the host is schedulable, in the requested zone and is the
 //     requested host (when either is set), has the CPU and memory the request
-//     needs free, and has at least Count GPUs of the type that are both
-//     healthy and free. All GPUs of one instance are on one host.
+//     needs free, and has at least Count GPUs of the type that are healthy,
+//     free and of the requested listing: a request with Degraded set gets
+//     only GPUs listed as degraded (sold at a price scaled by their measured
+//     speed), any other request only GPUs that are not. A degraded GPU is
+//     never given to a request that did not ask for one. All GPUs of one
+//     instance are on one host.
 //   - Among hosts, best fit, so that whole hosts stay free for 8-GPU rentals:
 //     the fewest free GPUs of the type left on the host after placing (ideally
 //     none); then a host where the GPUs fit in one topology group; then the
@@ -28,7 +32,7 @@
 // Place answers a *NoCapacityError (errors.Is ErrNoCapacity) saying why
 // nothing fits, and an invalid-request error for a malformed request; both
 // carry a gpurent error code. Availability sums what is free per type and
-// zone for the fleet view.
+// zone for the fleet view, degraded GPUs apart from the others.
 package sched
 
 // Request is what an instance needs.
@@ -41,6 +45,9 @@ type Request struct {
 	ExcludeHostID string
 	CPUMilli      int64 // total for the instance
 	MemoryMiB     int64 // total for the instance
+	// Degraded asks for GPUs listed as degraded, and only those; false
+	// asks only for GPUs that are not. It needs Count ≥ 1.
+	Degraded bool
 }
 
 // GPU is one GPU of a host in the snapshot.
@@ -51,7 +58,15 @@ type GPU struct {
 	TopoGroup string
 	NUMANode  int
 	Healthy   bool
-	Free      bool
+	// Free is false while anything holds the GPU: an open allocation or
+	// a benchmark job.
+	Free bool
+	// Degraded marks a GPU listed only as degraded: given only to
+	// requests with Degraded set. PricePermille is its listing price as a
+	// share of the list price in permille (0: full price); Place ignores
+	// it, Availability reports its range.
+	Degraded      bool
+	PricePermille int
 }
 
 // Host is one host in the snapshot, with what is free on it now.
@@ -70,7 +85,20 @@ type Placement struct {
 	GPUIDs []string // ordered by GPU index
 }
 
-// usable reports whether g can be given to a request for typeID.
-func (g *GPU) usable(typeID string) bool {
-	return g.Free && g.Healthy && g.TypeID == typeID
+// listing is what a request asks of a GPU besides being free and healthy:
+// its type and whether it is listed as degraded.
+type listing struct {
+	typeID   string
+	degraded bool
+}
+
+// listingOf is the listing req asks for.
+func listingOf(req *Request) listing { return listing{typeID: req.TypeID, degraded: req.Degraded} }
+
+// matches reports whether g is of the listing, free or not.
+func (g *GPU) matches(l listing) bool { return g.TypeID == l.typeID && g.Degraded == l.degraded }
+
+// usable reports whether g can be given to a request for the listing.
+func (g *GPU) usable(l listing) bool {
+	return g.Free && g.Healthy && g.matches(l)
 }

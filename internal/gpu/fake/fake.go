@@ -9,6 +9,11 @@
 // InjectRecoveryAction and InjectRemapFailure script health events, and
 // SetSample scripts telemetry (healthy idle figures of the device's type
 // until then).
+//
+// SetPerformance scripts how fast a card measures (a factor of its type's
+// healthy figures, 1 until then): the agent's synthetic benchmark runner
+// reads it through Performance, so a demo or a test can show an
+// underperforming card being caught.
 package fake
 
 import (
@@ -51,6 +56,8 @@ type Provider struct {
 	telemetry map[string]*gpu.Sample // by UUID, from the first use on
 	subs      []*subscriber
 	done      chan struct{} // closed by Close: ends every Events channel
+	// perf holds the scripted performance factors other than 1, by UUID.
+	perf map[string]float64
 }
 
 var _ gpu.Provider = (*Provider)(nil)

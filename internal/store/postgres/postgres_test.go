@@ -74,3 +74,7 @@ func BenchmarkCreateAllocation(b *testing.B) {
 func BenchmarkListHosts(b *testing.B) {
 	storetest.BenchListHosts(b, storetest.Postgres(b))
 }
+
+func BenchmarkLatestSummaries(b *testing.B) {
+	storetest.BenchLatestSummaries(b, storetest.Postgres(b))
+}

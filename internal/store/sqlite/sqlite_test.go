@@ -151,3 +151,7 @@ func BenchmarkCreateAllocation(b *testing.B) {
 func BenchmarkListHosts(b *testing.B) {
 	storetest.BenchListHosts(b, storetest.SQLite(b))
 }
+
+func BenchmarkLatestSummaries(b *testing.B) {
+	storetest.BenchLatestSummaries(b, storetest.SQLite(b))
+}

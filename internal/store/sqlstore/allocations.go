@@ -8,19 +8,19 @@ import (
 	"github.com/gpurent/gpurent"
 )
 
-const allocationCols = `id, instance_id, host_id, started_at, ended_at, start_reason, end_reason`
+const allocationCols = `id, instance_id, host_id, started_at, ended_at, start_reason, end_reason, price_permille`
 
 func scanAllocation(r rowScanner) (*gpurent.Allocation, error) {
 	var a gpurent.Allocation
 	err := r.Scan(&a.ID, &a.InstanceID, &a.HostID, timeCol{&a.StartedAt}, nullTimeCol{&a.EndedAt},
-		&a.StartReason, &a.EndReason)
+		&a.StartReason, &a.EndReason, &a.PricePermille)
 	return &a, err
 }
 
 // insertAllocation writes the allocation's own row.
 func (s *Store) insertAllocation(ctx context.Context, id string, a *gpurent.Allocation, started time.Time) error {
-	n, err := s.execN(ctx, `INSERT INTO allocations (`+allocationCols+`) VALUES (?, ?, ?, ?, NULL, ?, '')
-ON CONFLICT DO NOTHING`, id, a.InstanceID, a.HostID, s.ts(started), a.StartReason)
+	n, err := s.execN(ctx, `INSERT INTO allocations (`+allocationCols+`) VALUES (?, ?, ?, ?, NULL, ?, '', ?)
+ON CONFLICT DO NOTHING`, id, a.InstanceID, a.HostID, s.ts(started), a.StartReason, a.PricePermille)
 	if err != nil {
 		return s.dbErr(err, "create allocation")
 	}
@@ -34,15 +34,23 @@ ON CONFLICT DO NOTHING`, id, a.InstanceID, a.HostID, s.ts(started), a.StartReaso
 // GPUs must exist on a.HostID. If any is held by another open allocation,
 // the partial unique index on allocation_gpus refuses it and the call fails
 // with CodeConflict having written nothing (its own transaction, or a
-// savepoint inside the caller's). An allocation of no GPUs (an instance in
-// no-GPU mode) holds only its host. An empty ID gets a new one, a zero
-// StartedAt now; a.GPUIDs is reordered by GPU index, as reads return it.
+// savepoint inside the caller's). A GPU an open benchmark job holds is a
+// conflict too: the GPU rows are locked (on PostgreSQL; SQLite's one
+// writer serialises anyway) before the holds are read, as CreateBenchJob
+// locks them before it reads the allocations, so of the two only one can
+// win a GPU. An allocation of no GPUs (an instance in no-GPU mode) holds
+// only its host. An empty ID gets a new one, a zero StartedAt now;
+// a.GPUIDs is reordered by GPU index, as reads return it. a.PricePermille
+// must be within 0..1000.
 func (s *Store) CreateAllocation(ctx context.Context, a *gpurent.Allocation) error {
 	if a.InstanceID == "" || a.HostID == "" {
 		return gpurent.Errorf(gpurent.CodeInvalid, "allocation instance and host are required")
 	}
 	if a.EndedAt != nil {
 		return gpurent.Errorf(gpurent.CodeInvalid, "a new allocation must be open")
+	}
+	if err := checkPermille(a.PricePermille); err != nil {
+		return err
 	}
 	// Claim GPUs in one global order so that concurrent claims on
 	// PostgreSQL wait for each other instead of deadlocking.
@@ -66,38 +74,25 @@ func (s *Store) CreateAllocation(ctx context.Context, a *gpurent.Allocation) err
 		if len(ids) == 0 {
 			return st.insertAllocation(ctx, id, a, started)
 		}
-		// Validation only: whether a GPU is free is decided by the index.
-		args := make([]any, len(ids))
-		for i, g := range ids {
-			args[i] = g
+		// Lock the GPU rows (in one global order, by id) and check they
+		// are on the host; whether a GPU is free of other allocations is
+		// decided by the index.
+		gpus, err := st.lockGPUs(ctx, a.HostID, ids, "create allocation")
+		if err != nil {
+			return err
 		}
-		rows, err := st.query(ctx, `SELECT id, host_id FROM gpus WHERE id IN (`+placeholders(len(ids))+`)
-ORDER BY gpu_index, id`, args...)
+		held, err := st.openBenchHolds(ctx, ids)
 		if err != nil {
 			return st.dbErr(err, "create allocation")
 		}
-		onHost := map[string]string{}
-		for rows.Next() {
-			var gid, hid string
-			if err := rows.Scan(&gid, &hid); err != nil {
-				rows.Close()
-				return st.dbErr(err, "create allocation")
-			}
-			onHost[gid] = hid
-			ordered = append(ordered, gid)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return st.dbErr(err, "create allocation")
-		}
 		for _, g := range ids {
-			hid, ok := onHost[g]
-			if !ok {
-				return gpurent.Errorf(gpurent.CodeInvalid, "GPU %s does not exist", g)
+			if _, ok := held[g]; ok {
+				return gpurent.Errorf(gpurent.CodeConflict, "GPU %s is being benchmarked", g)
 			}
-			if hid != a.HostID {
-				return gpurent.Errorf(gpurent.CodeInvalid, "GPU %s is not on host %s", g, a.HostID)
-			}
+		}
+		ordered = make([]string, len(gpus))
+		for i, g := range gpus {
+			ordered[i] = g.id
 		}
 		if err := st.insertAllocation(ctx, id, a, started); err != nil {
 			return err

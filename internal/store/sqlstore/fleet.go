@@ -63,20 +63,32 @@ RETURNING id, state, generation, last_seen_at, registered_at`,
 const gpuCols = `g.id, g.host_id, g.gpu_index, g.type_id, g.memory_mib, g.health, g.health_reason, g.topo_group,
 g.numa_node`
 
-// gpuHolderJoin adds, to gpus g, the open allocation holding each GPU.
+// gpuHolderCols are what a GPU read adds to gpuCols through gpuHolderJoin:
+// the open allocation holding the GPU, the open benchmark job holding it,
+// and its certification's listing price and state.
+const gpuHolderCols = `, a.id, a.instance_id, bh.job_id, gc.price_permille, gc.state`
+
+// gpuHolderJoin adds, to gpus g, the open allocation and the open benchmark
+// job holding each GPU, and its certification.
 const gpuHolderJoin = ` FROM gpus g
 LEFT JOIN allocation_gpus ag ON ag.gpu_id = g.id AND ag.released_at IS NULL
-LEFT JOIN allocations a ON a.id = ag.allocation_id`
+LEFT JOIN allocations a ON a.id = ag.allocation_id
+LEFT JOIN bench_holds bh ON bh.gpu_id = g.id AND bh.released_at IS NULL
+LEFT JOIN gpu_certs gc ON gc.gpu_id = g.id`
 
 func scanGPU(r rowScanner) (gpurent.GPU, error) {
 	var g gpurent.GPU
 	var health string
-	var allocID, instID sql.NullString
+	var allocID, instID, jobID, certState sql.NullString
+	var price sql.NullInt64
 	err := r.Scan(&g.ID, &g.HostID, &g.Index, &g.TypeID, &g.MemoryMiB, &health, &g.HealthReason, &g.TopoGroup,
-		&g.NUMANode, &allocID, &instID)
+		&g.NUMANode, &allocID, &instID, &jobID, &price, &certState)
 	g.Health = gpurent.GPUHealth(health)
 	g.AllocationID = allocID.String
 	g.InstanceID = instID.String
+	g.BenchJobID = jobID.String
+	g.PricePermille = int(price.Int64)
+	g.Degraded = certState.String == string(gpurent.CertDegraded)
 	return g, err
 }
 
@@ -159,7 +171,7 @@ func (s *Store) HostByID(ctx context.Context, id string) (*gpurent.Host, error) 
 	if err != nil {
 		return nil, s.dbErr(err, "read host")
 	}
-	rows, err := s.query(ctx, `SELECT `+gpuCols+`, a.id, a.instance_id`+gpuHolderJoin+`
+	rows, err := s.query(ctx, `SELECT `+gpuCols+gpuHolderCols+gpuHolderJoin+`
 WHERE g.host_id = ? ORDER BY g.gpu_index, g.id`, id)
 	if err != nil {
 		return nil, s.dbErr(err, "read host GPUs")
@@ -220,7 +232,7 @@ func (s *Store) ListHosts(ctx context.Context) ([]gpurent.Host, error) {
 	for i := range hosts {
 		byID[hosts[i].ID] = i
 	}
-	rows, err = s.query(ctx, `SELECT `+gpuCols+`, a.id, a.instance_id`+gpuHolderJoin+`
+	rows, err = s.query(ctx, `SELECT `+gpuCols+gpuHolderCols+gpuHolderJoin+`
 ORDER BY g.host_id, g.gpu_index, g.id`)
 	if err != nil {
 		return nil, s.dbErr(err, "list host GPUs")

@@ -173,6 +173,11 @@ func runEndReason(e *gpurent.RunEvent) string {
 	return ""
 }
 
+// runPriceExpr is the share of the list price a new run is billed at: the
+// run's own when given (not 0), else the allocation's, copied now. It
+// binds the run's share and the allocation id.
+const runPriceExpr = `COALESCE(NULLIF(?, 0), (SELECT a.price_permille FROM allocations a WHERE a.id = ?), 0)`
+
 // upsertRunOnConflict makes an insert of a run open it, or end it when open;
 // a run ended already keeps its end. An end says the run was alive until
 // then: its last sign of life is the end.
@@ -186,28 +191,32 @@ last_seen_at = excluded.last_seen_at WHERE usage_runs.ended_at IS NULL AND exclu
 // does not exist, ” stored by a racing transaction that committed while
 // this statement waited (its snapshot did not see it; a new one does).
 func (s *Store) ingestPostgres(ctx context.Context, rows []runEventRow, at time.Time, res []gpurent.RunEventResult, stored map[string]string) error {
-	// The chunk travels as one array per column (twelve parameters
-	// whatever its size: one prepared statement serves every chunk size,
-	// and the server binds twelve values rather than thirteen per event). Times are bound as
-	// they are: PostgreSQL's dialect encodes a time as itself.
+	// The chunk travels as one array per column (thirteen arrays and
+	// the time, whatever its size: one prepared statement serves every
+	// chunk size, and the server binds fourteen values rather than
+	// fourteen per event). Times are bound as they are: PostgreSQL's
+	// dialect encodes a time as itself.
 	n := len(rows)
 	ids, hosts, kinds, instances, allocs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	starts, ends := make([]time.Time, n), make([]*time.Time, n)
 	hashes, runIDs, accounts, types, counts := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int32, n)
+	prices := make([]int32, n)
 	for k, r := range rows {
 		ids[k], hosts[k], kinds[k], instances[k], allocs[k] = r.e.ID, r.e.HostID, r.e.Kind, r.e.InstanceID, r.e.AllocationID
 		starts[k], ends[k] = r.e.StartedAt, r.e.EndedAt
 		hashes[k], runIDs[k], accounts[k], types[k], counts[k] = r.hash, r.runID, r.run.AccountID, r.run.TypeID, int32(r.run.GPUCount)
+		prices[k] = int32(r.run.PricePermille)
 	}
 	var q strings.Builder
 	q.WriteString(`WITH v (ord, id, host_id, kind, instance_id, allocation_id, started_at, ended_at, payload_hash, run_id,
-account_id, type_id, gpu_count) AS (SELECT CAST(x.ord AS INTEGER) - 1, x.id, x.host_id, x.kind, x.instance_id, x.allocation_id,
-x.started_at, x.ended_at, x.payload_hash, x.run_id, x.account_id, x.type_id, x.gpu_count
+account_id, type_id, gpu_count, price_permille) AS (SELECT CAST(x.ord AS INTEGER) - 1, x.id, x.host_id, x.kind, x.instance_id,
+x.allocation_id, x.started_at, x.ended_at, x.payload_hash, x.run_id, x.account_id, x.type_id, x.gpu_count, x.price_permille
 FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TIMESTAMPTZ[]),
-CAST(? AS TIMESTAMPTZ[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS INTEGER[]))
+CAST(? AS TIMESTAMPTZ[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS INTEGER[]),
+CAST(? AS INTEGER[]))
 WITH ORDINALITY AS x (id, host_id, kind, instance_id, allocation_id, started_at, ended_at, payload_hash, run_id, account_id,
-type_id, gpu_count, ord)`)
-	args := []any{ids, hosts, kinds, instances, allocs, starts, ends, hashes, runIDs, accounts, types, counts}
+type_id, gpu_count, price_permille, ord)`)
+	args := []any{ids, hosts, kinds, instances, allocs, starts, ends, hashes, runIDs, accounts, types, counts, prices}
 	q.WriteString(`),
 ok AS (SELECT * FROM v WHERE EXISTS (SELECT 1 FROM allocations a WHERE a.id = v.allocation_id)
 AND EXISTS (SELECT 1 FROM instances i WHERE i.id = v.instance_id) AND EXISTS (SELECT 1 FROM hosts h WHERE h.id = v.host_id)
@@ -216,11 +225,12 @@ ev AS (INSERT INTO usage_events (id, host_id, kind, instance_id, allocation_id, 
 SELECT id, host_id, kind, instance_id, allocation_id, started_at, ended_at, payload_hash, CAST(? AS TIMESTAMPTZ) FROM ok ORDER BY ord
 ON CONFLICT DO NOTHING RETURNING id),
 run AS (INSERT INTO usage_runs (id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count, started_at, ended_at,
-end_reason, last_seen_at)
+end_reason, last_seen_at, price_permille)
 SELECT DISTINCT ON (ok.run_id) ok.run_id, ok.instance_id, ok.allocation_id, ok.host_id, ok.account_id, ok.type_id, ok.gpu_count,
 ok.started_at, ok.ended_at, CASE WHEN ok.ended_at IS NULL THEN '' ELSE '`)
 	q.WriteString(gpurent.RunEndReported)
-	q.WriteString(`' END, COALESCE(ok.ended_at, ok.started_at)
+	q.WriteString(`' END, COALESCE(ok.ended_at, ok.started_at),
+COALESCE(NULLIF(ok.price_permille, 0), (SELECT a.price_permille FROM allocations a WHERE a.id = ok.allocation_id), 0)
 FROM ok JOIN ev ON ev.id = ok.id ORDER BY ok.run_id, ok.ended_at IS NULL, ok.ord`)
 	q.WriteString(upsertRunOnConflict)
 	q.WriteString(`)
@@ -369,15 +379,16 @@ received_at) VALUES `)
 	q.Reset()
 	args = args[:0]
 	q.WriteString(`INSERT INTO usage_runs (id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count, started_at,
-ended_at, end_reason, last_seen_at) VALUES `)
+ended_at, end_reason, last_seen_at, price_permille) VALUES `)
 	for k, id := range ids {
 		m := merged[id]
 		if k > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + runPriceExpr + ")")
 		args = append(args, id, m.r.e.InstanceID, m.r.e.AllocationID, m.r.e.HostID, m.r.run.AccountID, m.r.run.TypeID,
-			m.r.run.GPUCount, s.ts(m.r.e.StartedAt), s.tsp(m.ended), m.reason, s.ts(m.seen))
+			m.r.run.GPUCount, s.ts(m.r.e.StartedAt), s.tsp(m.ended), m.reason, s.ts(m.seen),
+			m.r.run.PricePermille, m.r.e.AllocationID)
 	}
 	q.WriteString(upsertRunOnConflict)
 	if _, err := s.exec(ctx, q.String(), args...); err != nil {
@@ -470,7 +481,7 @@ func (s *Store) CloseSilentRuns(ctx context.Context, hostID string) (int, error)
 // ListUsageRuns lists runs by start.
 func (s *Store) ListUsageRuns(ctx context.Context, f gpurent.UsageRunFilter) ([]gpurent.UsageRun, error) {
 	q := `SELECT id, instance_id, allocation_id, host_id, account_id, type_id, gpu_count, started_at, ended_at, end_reason,
-last_seen_at, debited_fen, settled FROM usage_runs WHERE 1 = 1`
+last_seen_at, debited_fen, settled, price_permille FROM usage_runs WHERE 1 = 1`
 	var args []any
 	if f.AccountID != "" {
 		q += ` AND account_id = ?`
@@ -499,7 +510,8 @@ last_seen_at, debited_fen, settled FROM usage_runs WHERE 1 = 1`
 	for rows.Next() {
 		var r gpurent.UsageRun
 		if err := rows.Scan(&r.ID, &r.InstanceID, &r.AllocationID, &r.HostID, &r.AccountID, &r.TypeID, &r.GPUCount,
-			timeCol{&r.StartedAt}, nullTimeCol{&r.EndedAt}, &r.EndReason, timeCol{&r.LastSeenAt}, &r.DebitedFen, &r.Settled); err != nil {
+			timeCol{&r.StartedAt}, nullTimeCol{&r.EndedAt}, &r.EndReason, timeCol{&r.LastSeenAt}, &r.DebitedFen, &r.Settled,
+			&r.PricePermille); err != nil {
 			return nil, s.dbErr(err, "list usage runs")
 		}
 		out = append(out, r)

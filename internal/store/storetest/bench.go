@@ -88,3 +88,43 @@ func BenchListHosts(b *testing.B, s gpurent.Store) {
 		}
 	}
 }
+
+// BenchLatestSummaries measures the fleet view the certification reads
+// per GPU type: ListBenchSummaries with LatestOnly and GPUType, over a
+// history of 250 hosts x 8 GPUs x 3 probes, ten weekly jobs per host
+// (60,000 summaries, 2,000 answered).
+func BenchLatestSummaries(b *testing.B, s gpurent.Store) {
+	ctx := context.Background()
+	hosts := SeedFleet(b, s, 250, 8)
+	for week := range 10 {
+		for _, h := range hosts {
+			j := &gpurent.BenchJob{HostID: h.ID, GPUIDs: make([]string, len(h.GPUs)), Reason: gpurent.BenchWeekly,
+				Tier: "t2", CreatedAt: at(week * 600)}
+			sums := make([]gpurent.BenchSummary, 0, 3*len(h.GPUs))
+			for i, g := range h.GPUs {
+				j.GPUIDs[i] = g.ID
+				for _, p := range []string{"gemm", "stream", "pcie"} {
+					sums = append(sums, summary(g.ID, p, week*600+1, 700))
+				}
+			}
+			if err := s.CreateBenchJob(ctx, j); err != nil {
+				b.Fatalf("create job: %v", err)
+			}
+			if ok, err := s.FinishBenchJob(ctx, &gpurent.BenchFinish{JobID: j.ID, State: gpurent.BenchDone,
+				At: at(week*600 + 2), Summaries: sums}); err != nil || !ok {
+				b.Fatalf("finish job: %v %v", ok, err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := s.ListBenchSummaries(ctx, gpurent.BenchSummaryFilter{GPUType: "h100-80g-sxm", LatestOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != 250*8*3 {
+			b.Fatalf("%d summaries, want %d", len(got), 250*8*3)
+		}
+	}
+}

@@ -73,6 +73,16 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"InTx", testInTx},
 		{"TimesUTC", testTimesUTC},
 		{"AllocationRace", testAllocationRace},
+		{"BenchJobs", testBenchJobs},
+		{"BenchHolds", testBenchHolds},
+		{"BenchFinishAtomic", testBenchFinishAtomic},
+		{"BenchFinishNext", testBenchFinishNext},
+		{"BenchRecords", testBenchRecords},
+		{"BenchSummaries", testBenchSummaries},
+		{"GPUCerts", testGPUCerts},
+		{"CertSettings", testCertSettings},
+		{"PricePermille", testPricePermille},
+		{"BenchAllocationRace", testBenchAllocationRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

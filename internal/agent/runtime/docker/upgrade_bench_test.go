@@ -1,13 +1,10 @@
 package docker_test
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -18,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
 	"github.com/gpurent/gpurent"
@@ -129,7 +124,7 @@ func fill(dir, files, size string) error {
 
 // tickerImage builds the ticker program (CGO_ENABLED=0, so it runs in an
 // image without a libc) and the image around it.
-func tickerImage(b *testing.B, cli *client.Client) string {
+func tickerImage(b *testing.B) string {
 	b.Helper()
 	base := dockertest.BusyboxImage(b)
 	goTool, err := exec.LookPath("go")
@@ -156,44 +151,10 @@ func tickerImage(b *testing.B, cli *client.Client) string {
 		b.Fatal(err)
 	}
 
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
 	dockerfile := "FROM " + base + "\nCOPY ticker /bin/ticker\nCMD [\"/bin/ticker\", \"" + runtime.DataPath + "/ticks\"]\n"
-	for _, f := range []struct {
-		name string
-		mode int64
-		body []byte
-	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"ticker", 0o755, bin}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tw.Write(f.body); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		b.Fatal(err)
-	}
-	res, err := cli.ImageBuild(b.Context(), &buf, client.ImageBuildOptions{
-		Tags: []string{tickerTag}, Remove: true, ForceRemove: true, NetworkMode: "none", Version: build.BuilderV1,
-	})
-	if err != nil {
-		b.Fatalf("build %s: %v", tickerTag, err)
-	}
-	defer res.Body.Close()
-	dec := json.NewDecoder(res.Body)
-	for {
-		var m jsonstream.Message
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			b.Fatalf("build %s: read progress: %v", tickerTag, err)
-		}
-		if m.Error != nil {
-			b.Fatalf("build %s: %s", tickerTag, m.Error.Message)
-		}
-	}
-	return tickerTag
+	return dockertest.BuildImage(b, tickerTag,
+		dockertest.File{Name: "Dockerfile", Mode: 0o644, Body: []byte(dockerfile)},
+		dockertest.File{Name: "ticker", Mode: 0o755, Body: bin})
 }
 
 // tick is one line of the ticks file.
@@ -327,7 +288,7 @@ func upgraded(spec runtime.Spec) runtime.Spec {
 func BenchmarkUpgradeDowntime(b *testing.B) {
 	dockertest.Require(b)
 	cli := dockertest.Client(b)
-	image := tickerImage(b, cli)
+	image := tickerImage(b)
 
 	b.Run("carry-layer", func(b *testing.B) {
 		rt, err := docker.New(b.Context(), docker.Config{CarryLayer: func(ctx context.Context, src, dst string, final bool) error {

@@ -7,9 +7,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +17,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 )
 
@@ -89,22 +86,9 @@ func BusyboxImage(t testing.TB) string {
 		t.Fatalf("build %s: %v", BusyboxTag, err)
 	}
 	defer res.Body.Close()
-	var log strings.Builder
-	dec := json.NewDecoder(res.Body)
-	for {
-		var m jsonstream.Message
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("build %s: read progress: %v\n%s", BusyboxTag, err, log.String())
-		}
-		log.WriteString(m.Stream)
-		if m.Error != nil {
-			t.Fatalf("build %s: %s\n%s", BusyboxTag, m.Error.Message, log.String())
-		}
-	}
+	readBuild(t, BusyboxTag, res.Body)
 	if !built(ctx, t, cli, digest) {
-		t.Fatalf("build %s finished but the image is not tagged\n%s", BusyboxTag, log.String())
+		t.Fatalf("build %s finished but the image is not tagged", BusyboxTag)
 	}
 	return BusyboxTag
 }

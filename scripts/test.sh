@@ -49,6 +49,11 @@ for tool in ssh scp sftp ssh-keygen; do
 	command -v "$tool" >/dev/null 2>&1 || { install_pkgs openssh-client; break; }
 done
 
+# --- Chromium (the console's browser tests drive a real headless Chromium) ----
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+	install_pkgs chromium
+fi
+
 # --- PostgreSQL ----------------------------------------------------------------
 if [ -z "${GPURENT_TEST_POSTGRES_DSN:-}" ]; then
 	command -v pg_ctlcluster >/dev/null 2>&1 || install_pkgs postgresql

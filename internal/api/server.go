@@ -68,6 +68,9 @@ type Config struct {
 	// verify runs, benchmark jobs and certifications, and agents'
 	// benchmark results; nil answers those routes unavailable.
 	Certification *certification.Service
+	// Console, when set, is the web console, served at every path the API
+	// does not claim.
+	Console http.Handler
 	// Store serves readiness checks and idempotency records.
 	Store gpurent.Store
 	// Logger receives the access log and internal errors; nil discards.
@@ -163,6 +166,9 @@ func New(cfg Config) *Server {
 	// Browser links to instances' HTTP ports: any method, any path below
 	// the instance and port, authenticated by the link's token or cookie.
 	s.mux.HandleFunc("/p/", s.handlePortProxy)
+	if cfg.Console != nil {
+		s.mux.Handle("/", cfg.Console)
+	}
 	return s
 }
 

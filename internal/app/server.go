@@ -63,8 +63,12 @@ type ServerConfig struct {
 	// port proxy's secret (made on first start); every replica needs the
 	// same files. Required with SSHListen.
 	KeyDir string
-	// SecureCookies marks the port proxy's cookies Secure (behind TLS).
+	// SecureCookies marks the port proxy's and the console's cookies
+	// Secure (behind TLS).
 	SecureCookies bool
+	// PublicURL is the control plane's address as customers and agents
+	// reach it, shown by the console (default: the listener's URL).
+	PublicURL string
 	// OperationsInterval is how often moves are checked for deadlines and
 	// queued starts for free GPUs (0: 2 s).
 	OperationsInterval time.Duration
@@ -212,9 +216,6 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
-	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
-		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access, Incidents: s.Incidents, Health: s.Incidents,
-		Certification: s.Certification, SLA: s.Incidents.Terms(), Logger: cfg.Logger, Registry: registry, Version: Version, Now: cfg.Now})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		if s.gateway != nil {
@@ -224,6 +225,19 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.URL = "http://" + ln.Addr().String()
+	web, err := newConsole(cfg, s, access)
+	if err != nil {
+		ln.Close()
+		if s.gateway != nil {
+			s.gateway.close()
+		}
+		s.closeStore()
+		return nil, err
+	}
+	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
+		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access, Incidents: s.Incidents, Health: s.Incidents,
+		Certification: s.Certification, SLA: s.Incidents.Terms(), Logger: cfg.Logger, Registry: registry, Version: Version, Now: cfg.Now,
+		Console: web.Handler()})
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	s.stopWatch, s.watchExited = stopWatch, make(chan struct{})
 	go func() {

@@ -1,0 +1,25 @@
+package app
+
+import (
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gpurent/gpurent/internal/api"
+	"github.com/gpurent/gpurent/internal/console"
+)
+
+// newConsole wires the web console to the services the API uses.
+func newConsole(cfg ServerConfig, s *Server, access *api.Access) (*console.Server, error) {
+	c := console.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Wallet: s.Wallet,
+		Metering: s.Metering, Academic: s.Academic, SSHKeys: s.SSHKeys, Incidents: s.Incidents, Certification: s.Certification,
+		Store: s.Store, JoinToken: cfg.JoinToken, PublicURL: s.URL, SecureCookies: cfg.SecureCookies, Logger: cfg.Logger, Now: cfg.Now}
+	if cfg.PublicURL != "" {
+		c.PublicURL = cfg.PublicURL
+	}
+	if access != nil {
+		c.SSHAddr, c.PortLink = access.SSHAddr, access.Link
+		if access.HostKey != nil {
+			c.SSHHostKeyFingerprint = ssh.FingerprintSHA256(access.HostKey)
+		}
+	}
+	return console.New(c)
+}

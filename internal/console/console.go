@@ -54,9 +54,9 @@ type Config struct {
 	SSHHostKeyFingerprint string
 	// PortLink makes a browser link to an HTTP port of an instance for an
 	// account (the port proxy's); nil when the gateway is off.
-	PortLink func(instanceID string, port int, accountID string, ttl time.Duration) string
-	JoinToken             string
-	PublicURL             string
+	PortLink  func(instanceID string, port int, accountID string, ttl time.Duration) string
+	JoinToken string
+	PublicURL string
 	// SecureCookies marks the cookies Secure (behind TLS).
 	SecureCookies bool
 	// TrustProxy takes the client address from X-Forwarded-For (behind a

@@ -35,6 +35,7 @@ type TokenKind string
 const (
 	TokenSession TokenKind = "session" // from a password login, expires
 	TokenAPI     TokenKind = "api"     // made by the user for scripts
+	TokenReset   TokenKind = "reset"   // a password-reset link's, expires in an hour
 )
 
 // Token is a bearer credential. Only its SHA-256 hash is stored.

@@ -50,6 +50,16 @@ type Queries interface {
 	// hash is CodeNotFound.
 	AccountByTokenHash(ctx context.Context, hash string) (*Account, *Token, error)
 	DeleteToken(ctx context.Context, id string) error
+	// ListTokens returns the account's tokens of the given kinds (none
+	// given: every kind), oldest first.
+	ListTokens(ctx context.Context, accountID string, kinds ...TokenKind) ([]Token, error)
+	// DeleteAccountTokens deletes the account's tokens of the given kinds
+	// (at least one kind: invalid otherwise) and answers how many it
+	// deleted.
+	DeleteAccountTokens(ctx context.Context, accountID string, kinds ...TokenKind) (int, error)
+	// SetPasswordHash replaces the account's password hash (not_found for
+	// an unknown account).
+	SetPasswordHash(ctx context.Context, accountID, hash string) error
 
 	// Catalog.
 	UpsertGPUType(ctx context.Context, t GPUType) error

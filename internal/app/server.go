@@ -20,6 +20,7 @@ import (
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/certification"
+	"github.com/gpurent/gpurent/internal/console"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/metering"
@@ -117,6 +118,9 @@ type Server struct {
 	// Certification benchmarks GPUs, certifies them and publishes the
 	// transparency report.
 	Certification *certification.Service
+	// Console is the web console, served at every path the API does not
+	// claim.
+	Console *console.Server
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 	// SSHAddr is where customers reach the SSH gateway ("" when off).
@@ -226,6 +230,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.URL = "http://" + ln.Addr().String()
 	web, err := newConsole(cfg, s, access)
+	s.Console = web
 	if err != nil {
 		ln.Close()
 		if s.gateway != nil {

@@ -57,6 +57,10 @@ type Config struct {
 	PortLink  func(instanceID string, port int, accountID string, ttl time.Duration) string
 	JoinToken string
 	PublicURL string
+	// SendResetLink delivers a password-reset link to an e-mail address
+	// (nil: the link is logged at WARN level with the address, for an
+	// operator to pass on).
+	SendResetLink func(ctx context.Context, email, link string) error
 	// SecureCookies marks the cookies Secure (behind TLS).
 	SecureCookies bool
 	// TrustProxy takes the client address from X-Forwarded-For (behind a

@@ -318,7 +318,8 @@ func (s *Service) tell(ctx context.Context, in *gpurent.Instance, kind, msg stri
 	return nil
 }
 
-// keepSamples keeps each GPU's latest telemetry for the metrics and views.
+// keepSamples keeps each GPU's latest telemetry for the metrics and views,
+// and appends it to the GPU's recent history for the instance charts.
 func (s *Service) keepSamples(host *gpurent.Host, inventory []agentproto.GPUInfo, samples []agentproto.GPUSample) {
 	if len(samples) == 0 {
 		return
@@ -339,5 +340,6 @@ func (s *Service) keepSamples(host *gpurent.Host, inventory []agentproto.GPUInfo
 			PowerW: x.PowerW, ThrottleMask: x.ThrottleMask, ECCSingleBit: x.ECCSingleBit, ECCDoubleBit: x.ECCDoubleBit,
 			XidLast: prev.sample.XidLast}
 		s.samples[x.UUID] = prev
+		s.history.record(x.UUID, prev.index, info[x.UUID].MemoryMiB, x.At, x.UtilPercent, x.MemUsedMiB)
 	}
 }

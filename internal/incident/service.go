@@ -59,6 +59,8 @@ type Service struct {
 	log     *slog.Logger
 	mu      sync.Mutex
 	samples map[string]sampleOf // by GPU UUID
+	// history is each GPU's recent samples, for the instance charts.
+	history sampleHistory
 	metrics *metrics
 	// openCount is how many incidents were open at the last tick.
 	openCount int

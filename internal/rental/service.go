@@ -176,6 +176,9 @@ type Detail struct {
 	Events   []gpurent.Event
 }
 
+// MaxVolumeGiB is the largest volume a rent may ask for.
+func (s *Service) MaxVolumeGiB() int { return s.cfg.MaxVolumeGiB }
+
 // Invalidate drops the cached fleet snapshot; the fleet service calls it when
 // hosts or GPUs change.
 func (s *Service) Invalidate() { s.snap.invalidate() }

@@ -71,7 +71,37 @@ func startSite(t testing.TB) *site {
 	}
 	st := &site{t: t, s: s, url: s.URL, agents: as, image: image, ops: ops}
 	st.waitHosts(2)
+	st.waitCertified()
 	return st
+}
+
+// waitCertified waits until the onboarding benchmarks have run on every
+// GPU and released it, so that a test's rentals never meet a benchmark
+// holding the GPUs they want.
+func (st *site) waitCertified() {
+	st.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		certs, err := st.s.Certification.Certs(context.Background(), st.ops)
+		if err != nil {
+			st.t.Fatal(err)
+		}
+		open, err := st.s.Store.ListBenchJobs(context.Background(), gpurent.BenchJobFilter{OpenOnly: true})
+		if err != nil {
+			st.t.Fatal(err)
+		}
+		done := len(certs) > 0 && len(open) == 0
+		for _, c := range certs {
+			done = done && c.State == string(gpurent.CertPassed)
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			st.t.Fatalf("gave up waiting for the onboarding benchmarks: %+v", certs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // waitHosts waits until n hosts have reported.

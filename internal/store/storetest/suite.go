@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"Accounts", testAccounts},
 		{"Tokens", testTokens},
 		{"AccountByTokenHash", testAccountByTokenHash},
+		{"Credentials", testCredentials},
 		{"Catalog", testCatalog},
 		{"Hosts", testHosts},
 		{"SyncHostGPUs", testSyncHostGPUs},

@@ -1,0 +1,231 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/auth"
+)
+
+// passwordMessages are the password pages' messages.
+func passwordMessages() map[string]pair {
+	return map[string]pair{
+		"password.forgot.title":  {"找回密码", "Forgot your password"},
+		"password.forgot.intro":  {"输入注册邮箱，我们会发送一个重置密码的链接（1 小时内有效）。", "Enter your sign-in e-mail and we will send a link to set a new password (valid for an hour)."},
+		"password.forgot.submit": {"发送重置链接", "Send the link"},
+		"password.forgot.sent":   {"如果该邮箱注册过账户，重置链接已经发出，请查收邮件。", "If an account exists for that address, a link was sent to it. Check your mail."},
+		"password.reset.title":   {"设置新密码", "Set a new password"},
+		"password.reset.for":     {"账户：%s", "Account: %s"},
+		"password.reset.submit":  {"设置新密码", "Set the password"},
+		"password.reset.bad":     {"重置链接无效、已使用或已过期，请重新申请。", "This link is unknown, used or expired: ask for a new one."},
+		"password.reset.again":   {"重新申请重置链接", "Ask for a new link"},
+		"password.reset.done":    {"密码已更新，所有设备上的登录已退出。请用新密码登录。", "Your password is set and every sign-in has ended. Sign in with the new password."},
+		"password.reset.signin":  {"去登录", "Sign in"},
+	}
+}
+
+// passwordForm is the password pages' data.
+type passwordForm struct {
+	Email string
+	// Token is the reset secret the form carries; Invalid says the link
+	// cannot be used; Done that the password is set.
+	Token   string
+	Invalid bool
+	Done    bool
+	Sent    bool
+}
+
+func (s *Server) passwordForgotPage(w http.ResponseWriter, r *http.Request, p *Page) {
+	p.Title = p.T("password.forgot.title")
+	f := passwordForm{Sent: r.URL.Query().Get("sent") == "1"}
+	if f.Sent {
+		p.Flash = p.T("password.forgot.sent")
+	}
+	s.render(w, r, p, "password_forgot", f)
+}
+
+// passwordForgot sends a reset link when the address has an account, and
+// answers the same either way; the link is delivered in the background, so
+// the mail system's delay does not tell either.
+func (s *Server) passwordForgot(w http.ResponseWriter, r *http.Request, p *Page) {
+	p.Title = p.T("password.forgot.title")
+	f := passwordForm{Email: strings.TrimSpace(r.PostFormValue("email"))}
+	again := func(status int, msg string) {
+		p.Error = msg
+		s.renderStatus(w, r, p, status, "password_forgot", f)
+	}
+	if f.Email == "" {
+		again(http.StatusBadRequest, p.T("common.required", p.T("login.email")))
+		return
+	}
+	addr, err := auth.NormalizeEmail(f.Email)
+	if err != nil {
+		again(http.StatusBadRequest, p.T("signup.bad_email"))
+		return
+	}
+	if ok, wait := s.loginIP.allow(s.clientIP(r)); !ok {
+		again(http.StatusTooManyRequests, p.T("err.too_many", minutes(wait)))
+		return
+	}
+	if ok, wait := s.loginEmail.allow("reset:" + addr); !ok {
+		again(http.StatusTooManyRequests, p.T("err.too_many", minutes(wait)))
+		return
+	}
+	secret, err := s.cfg.Auth.RequestPasswordReset(r.Context(), addr)
+	if err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	if secret != "" {
+		s.sendResetLink(addr, s.resetLink(r, secret))
+	}
+	http.Redirect(w, r, "/password/forgot?sent=1", http.StatusSeeOther)
+}
+
+// resetLink is the reset page's address with the secret: under the
+// configured public URL (never the request's Host header, which a caller
+// chooses, unless none is configured).
+func (s *Server) resetLink(r *http.Request, secret string) string {
+	base := strings.TrimRight(s.cfg.PublicURL, "/")
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil || s.cfg.SecureCookies {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+		s.log.Warn("console: no public URL configured; the reset link names the request's host", "host", r.Host)
+	}
+	return base + "/password/reset?token=" + url.QueryEscape(secret)
+}
+
+// sendResetLink delivers the link in the background, so that the answer
+// takes as long whether or not the address has an account; without a
+// sender it logs the link for an operator to pass on.
+func (s *Server) sendResetLink(email, link string) {
+	if s.cfg.SendResetLink == nil {
+		s.log.Warn("console: password reset requested; no mail sender is configured, pass this link on", "email", email, "link", link)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.cfg.SendResetLink(ctx, email, link); err != nil {
+			s.log.Error("console: sending a password-reset link failed", "email", email, "err", err)
+		}
+	}()
+}
+
+func (s *Server) passwordResetPage(w http.ResponseWriter, r *http.Request, p *Page) {
+	p.Title = p.T("password.reset.title")
+	if r.URL.Query().Get("done") == "1" {
+		p.Flash = p.T("password.reset.done")
+		s.render(w, r, p, "password_reset", passwordForm{Done: true})
+		return
+	}
+	f := passwordForm{Token: r.URL.Query().Get("token")}
+	email, err := s.cfg.Auth.CheckReset(r.Context(), f.Token)
+	if err != nil {
+		s.passwordResetError(w, r, p, f, err)
+		return
+	}
+	f.Email = email
+	s.render(w, r, p, "password_reset", f)
+}
+
+func (s *Server) passwordReset(w http.ResponseWriter, r *http.Request, p *Page) {
+	p.Title = p.T("password.reset.title")
+	f := passwordForm{Token: r.PostFormValue("token")}
+	email, err := s.cfg.Auth.CheckReset(r.Context(), f.Token)
+	if err != nil {
+		s.passwordResetError(w, r, p, f, err)
+		return
+	}
+	f.Email = email
+	if msg := newPasswordProblem(p, r.PostFormValue("password"), r.PostFormValue("password2")); msg != "" {
+		p.Error = msg
+		s.renderStatus(w, r, p, http.StatusBadRequest, "password_reset", f)
+		return
+	}
+	if ok, wait := s.loginIP.allow(s.clientIP(r)); !ok {
+		p.Error = p.T("err.too_many", minutes(wait))
+		s.renderStatus(w, r, p, http.StatusTooManyRequests, "password_reset", f)
+		return
+	}
+	if err := s.cfg.Auth.ResetPassword(r.Context(), f.Token, r.PostFormValue("password")); err != nil {
+		s.passwordResetError(w, r, p, f, err)
+		return
+	}
+	s.clearSession(w)
+	http.Redirect(w, r, "/password/reset?done=1", http.StatusSeeOther)
+}
+
+// passwordResetError answers a refused reset: an unusable link, a password
+// the service refuses, or the error page.
+func (s *Server) passwordResetError(w http.ResponseWriter, r *http.Request, p *Page, f passwordForm, err error) {
+	switch gpurent.ErrorCode(err) {
+	case gpurent.CodeUnauthorized:
+		p.Error = p.T("password.reset.bad")
+		s.renderStatus(w, r, p, http.StatusBadRequest, "password_reset", passwordForm{Invalid: true})
+	case gpurent.CodeInvalid:
+		p.formError(err)
+		s.renderStatus(w, r, p, http.StatusBadRequest, "password_reset", f)
+	default:
+		s.fail(w, r, p, err)
+	}
+}
+
+// newPasswordProblem checks a new password typed twice; it answers the
+// problem in the page's language, or "".
+func newPasswordProblem(p *Page, pw, pw2 string) string {
+	switch {
+	case len(pw) < auth.MinPasswordBytes:
+		return p.T("signup.short", auth.MinPasswordBytes)
+	case len(pw) > auth.MaxPasswordBytes:
+		return p.T("account.pw.long", auth.MaxPasswordBytes)
+	case pw != pw2:
+		return p.T("signup.mismatch")
+	}
+	return ""
+}
+
+// accountChangePassword changes the password after checking the current
+// one, then signs this browser in again (the change ends every session).
+func (s *Server) accountChangePassword(w http.ResponseWriter, r *http.Request, p *Page) {
+	f := acctForm{Method: string(gpurent.AcademicProof)}
+	current, pw := r.PostFormValue("current"), r.PostFormValue("password")
+	if current == "" {
+		s.accountAgain(w, r, p, http.StatusBadRequest, f, p.T("common.required", p.T("account.pw.current")))
+		return
+	}
+	if msg := newPasswordProblem(p, pw, r.PostFormValue("password2")); msg != "" {
+		s.accountAgain(w, r, p, http.StatusBadRequest, f, msg)
+		return
+	}
+	// Guessing the current password from a stolen session is a login
+	// attempt like any other.
+	if ok, wait := s.loginEmail.allow(strings.ToLower(p.Account.Email)); !ok {
+		s.accountAgain(w, r, p, http.StatusTooManyRequests, f, p.T("err.too_many", minutes(wait)))
+		return
+	}
+	err := s.cfg.Auth.ChangePassword(r.Context(), p.Account, current, pw)
+	if gpurent.IsCode(err, gpurent.CodeUnauthorized) {
+		s.accountAgain(w, r, p, http.StatusBadRequest, f, p.T("account.pw.wrong"))
+		return
+	}
+	if err != nil {
+		s.accountServiceError(w, r, p, f, err)
+		return
+	}
+	secret, _, _, err := s.cfg.Auth.Login(r.Context(), p.Account.Email, pw)
+	if err != nil {
+		s.clearSession(w)
+		http.Redirect(w, r, "/login?next=%2Faccount", http.StatusSeeOther)
+		return
+	}
+	s.setSession(w, secret, s.cfg.SessionTTL)
+	http.Redirect(w, r, "/account?done=password", http.StatusSeeOther)
+}

@@ -1,0 +1,190 @@
+package console
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gpurent/gpurent/internal/rating"
+)
+
+// This file holds the operator pages' form parsing: money typed in yuan
+// read exactly into fen (never through a float), local times and clock
+// times in Beijing time, and one-line free text. Each parser answers a
+// problem word instead of an error, which the handler turns into a
+// message in the page's language ("ops.err.<problem>").
+
+// Problems a field can have; each has a message "ops.err.<problem>" that
+// takes the field's label.
+const (
+	opsProblemRequired = "required"
+	opsProblemNegative = "negative"
+	opsProblemFormat   = "format"
+	opsProblemRange    = "range"
+	opsProblemTooLong  = "too_long"
+	opsProblemControl  = "control"
+	opsProblemPast     = "past"
+)
+
+// opsParseYuan reads an amount of money typed in yuan ("12", "12.3",
+// "1,234.56", "¥8") into fen, exactly: at most two decimals, at most
+// maxFen. It answers the fen and "" or a problem.
+func opsParseYuan(s string, maxFen int64) (int64, string) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "¥"), "￥")
+	s = strings.TrimSpace(strings.ReplaceAll(s, ",", ""))
+	if s == "" {
+		return 0, opsProblemRequired
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, opsProblemNegative
+	}
+	s = strings.TrimPrefix(s, "+")
+	whole, frac, dotted := strings.Cut(s, ".")
+	if whole == "" && (!dotted || frac == "") {
+		return 0, opsProblemFormat
+	}
+	if len(frac) > 2 {
+		return 0, opsProblemFormat
+	}
+	for _, part := range []string{whole, frac} {
+		for _, c := range part {
+			if c < '0' || c > '9' {
+				return 0, opsProblemFormat
+			}
+		}
+	}
+	if len(whole) > 15 { // beyond any price or credit; keeps the product in int64
+		return 0, opsProblemRange
+	}
+	var yuan int64
+	if whole != "" {
+		n, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil {
+			return 0, opsProblemFormat
+		}
+		yuan = n
+	}
+	var fen int64
+	switch len(frac) {
+	case 1:
+		fen = int64(frac[0]-'0') * 10
+	case 2:
+		fen = int64(frac[0]-'0')*10 + int64(frac[1]-'0')
+	}
+	total := yuan*100 + fen
+	if total > maxFen {
+		return 0, opsProblemRange
+	}
+	return total, ""
+}
+
+// opsYuanValue is fen as a form field's value in yuan: 123456 → "1234.56",
+// 700 → "7.00". opsParseYuan reads it back to the same fen.
+func opsYuanValue(fen int64) string {
+	sign := ""
+	if fen < 0 {
+		sign, fen = "-", -fen
+	}
+	return sign + strconv.FormatInt(fen/100, 10) + "." + opsTwoDigits(fen%100)
+}
+
+func opsTwoDigits(n int64) string {
+	if n < 10 {
+		return "0" + strconv.FormatInt(n, 10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// opsYuanNumber is fen as a JSON number of yuan ("12.34") for a chart's
+// values: exact decimal text, no float on the way.
+func opsYuanNumber(fen int64) json.Number { return json.Number(opsYuanValue(fen)) }
+
+// opsParseLocalTime reads a time typed in loc (Beijing time) and answers it
+// in UTC, or false when it is none of the forms a time field takes: what
+// <input type="datetime-local"> sends, the same with a space, and a bare
+// date (midnight).
+func opsParseLocalTime(s string, loc *time.Location) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04",
+		"2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// opsLocalValue is t as a datetime-local field's value in loc.
+func opsLocalValue(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format("2006-01-02T15:04")
+}
+
+// opsParseClock reads a clock time "HH:MM" or "HH:MM:SS" (what <input
+// type="time"> sends).
+func opsParseClock(s string) (rating.ClockTime, bool) {
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, false
+	}
+	var f [3]int
+	for i, part := range parts {
+		if len(part) != 2 {
+			return 0, false
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		f[i] = n
+	}
+	c := rating.Clock(f[0], f[1], f[2])
+	return c, c >= 0
+}
+
+// opsOneLine trims free text and checks it: valid UTF-8, no control
+// characters, at most maxRunes; required says it may not be empty.
+func opsOneLine(s string, maxRunes int, required bool) (string, string) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "" && required:
+		return "", opsProblemRequired
+	case !utf8.ValidString(s):
+		return "", opsProblemControl
+	case utf8.RuneCountInString(s) > maxRunes:
+		return "", opsProblemTooLong
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return "", opsProblemControl
+		}
+	}
+	return s, ""
+}
+
+// opsParseCount reads a whole number in [lo, hi].
+func opsParseCount(s string, lo, hi int) (int, string) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, opsProblemRequired
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, opsProblemFormat
+	case n < lo && n < 0:
+		return 0, opsProblemNegative
+	case n < lo || n > hi:
+		return 0, opsProblemRange
+	}
+	return n, ""
+}
+
+// opsNextHour is the first whole hour after t.
+func opsNextHour(t time.Time) time.Time { return t.Truncate(time.Hour).Add(time.Hour) }

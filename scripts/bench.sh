@@ -24,3 +24,5 @@ go test -run '^$' -bench . ./internal/health/ ./internal/sla/
 go test -run '^$' -bench . -benchtime 20x ./internal/certification/
 go test -run '^$' -bench . -benchtime 10x ./internal/transparency/
 go test -run '^$' -bench LatestSummaries -benchtime 10x ./internal/store/sqlite/ ./internal/store/postgres/
+go test -run '^$' -bench Render -benchtime 300x ./internal/console/browser/
+go test -run '^$' -bench 'MarketFleetReading|OpsFleetRender' -benchtime 20x ./internal/console/

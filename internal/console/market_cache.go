@@ -16,6 +16,10 @@ import (
 // one, and the rental service decides.
 const marketCacheTTL = 2 * time.Second
 
+// marketMaxStale is how old a reading may be served while a new one is
+// read in the background; older ones make the request wait for a reading.
+const marketMaxStale = 30 * time.Second
+
 // marketFleet is one reading of the fleet for the market's pages.
 type marketFleet struct {
 	types []marketType
@@ -47,6 +51,19 @@ func (c *marketCache) get(ctx context.Context, load func(context.Context) ([]mar
 			c.mu.Unlock()
 			return append([]marketType(nil), f.types...), f.zones, nil
 		}
+		if c.fleet != nil && time.Since(c.at) < marketMaxStale {
+			// Stale but recent: answer with it now and read the fleet
+			// again in the background, so that no page waits for a
+			// reading while traffic keeps the cache warm.
+			f := c.fleet
+			if c.loading == nil {
+				ch := make(chan struct{})
+				c.loading = ch
+				go c.refresh(context.WithoutCancel(ctx), load, ch)
+			}
+			c.mu.Unlock()
+			return append([]marketType(nil), f.types...), f.zones, nil
+		}
 		if ch := c.loading; ch != nil {
 			c.mu.Unlock()
 			select {
@@ -60,18 +77,33 @@ func (c *marketCache) get(ctx context.Context, load func(context.Context) ([]mar
 		c.loading = ch
 		c.mu.Unlock()
 
-		types, zones, err := load(ctx)
-		c.mu.Lock()
-		c.loading = nil
-		if err == nil {
-			c.fleet, c.at = &marketFleet{types: types, zones: zones}, time.Now()
-		}
-		c.mu.Unlock()
-		close(ch)
+		types, zones, err := c.read(ctx, load, ch)
 		if err != nil {
 			// Waiters try a reading of their own.
 			return nil, nil, err
 		}
 		return append([]marketType(nil), types...), zones, nil
 	}
+}
+
+// refresh reads the fleet in the background and keeps the reading; ch is
+// the in-flight mark, closed when it ends.
+func (c *marketCache) refresh(ctx context.Context, load func(context.Context) ([]marketType, []gpurent.Zone, error), ch chan struct{}) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, _, _ = c.read(ctx, load, ch) // a failed refresh leaves the last reading
+}
+
+// read reads the fleet, keeps a good reading, and ends the in-flight mark
+// ch.
+func (c *marketCache) read(ctx context.Context, load func(context.Context) ([]marketType, []gpurent.Zone, error), ch chan struct{}) ([]marketType, []gpurent.Zone, error) {
+	types, zones, err := load(ctx)
+	c.mu.Lock()
+	c.loading = nil
+	if err == nil {
+		c.fleet, c.at = &marketFleet{types: types, zones: zones}, time.Now()
+	}
+	c.mu.Unlock()
+	close(ch)
+	return types, zones, err
 }

@@ -442,3 +442,19 @@ func opsMessages() map[string]pair {
 		"ops.revenue.util_note":  {"利用率 = 实例运行占用的 GPU·小时 ÷ 机群的 GPU·小时；容量按当前机群计算。", "Utilization = GPU-hours instances ran ÷ the fleet's GPU-hours; capacity is today's fleet."},
 	}
 }
+
+// opsRefused answers a service error of an operator's form: an invalid or
+// conflicting request re-renders the form with the localized error (again),
+// anything else is the error page. False when err is nil.
+func (s *Server) opsRefused(w http.ResponseWriter, r *http.Request, p *Page, err error, again func(string)) bool {
+	switch {
+	case err == nil:
+		return false
+	case gpurent.IsCode(err, gpurent.CodeInvalid) || gpurent.IsCode(err, gpurent.CodeConflict):
+		p.formError(err)
+		again(p.Error)
+	default:
+		s.fail(w, r, p, err)
+	}
+	return true
+}

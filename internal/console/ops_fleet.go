@@ -537,13 +537,7 @@ func (s *Server) opsGPUAction(w http.ResponseWriter, r *http.Request, p *Page) {
 	} else {
 		_, err = s.cfg.Incidents.RepairGPU(p.ctx(), p.Account, uuid, text)
 	}
-	switch {
-	case gpurent.IsCode(err, gpurent.CodeInvalid) || gpurent.IsCode(err, gpurent.CodeConflict):
-		p.formError(err)
-		again(p.Error)
-		return
-	case err != nil:
-		s.fail(w, r, p, err)
+	if s.opsRefused(w, r, p, err, again) {
 		return
 	}
 	if hostID == "" {

@@ -135,13 +135,7 @@ func (s *Server) opsDecideAcademic(w http.ResponseWriter, r *http.Request, p *Pa
 		return
 	}
 	_, err := s.cfg.Academic.Decide(p.ctx(), p.Account, id, decision == "approve", note)
-	switch {
-	case gpurent.IsCode(err, gpurent.CodeInvalid) || gpurent.IsCode(err, gpurent.CodeConflict):
-		p.formError(err)
-		again(p.Error)
-		return
-	case err != nil:
-		s.fail(w, r, p, err)
+	if s.opsRefused(w, r, p, err, again) {
 		return
 	}
 	opsDone(w, r, "/ops/academic", nil, "academic_"+decision, "")

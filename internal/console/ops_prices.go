@@ -303,13 +303,7 @@ func (s *Server) opsAddPrices(w http.ResponseWriter, r *http.Request, p *Page) {
 	if err == nil {
 		v, err = s.cfg.Billing.AddVersion(p.ctx(), p.Account, v, note)
 	}
-	switch {
-	case gpurent.IsCode(err, gpurent.CodeInvalid) || gpurent.IsCode(err, gpurent.CodeConflict):
-		p.formError(err)
-		again(p.Error)
-		return
-	case err != nil:
-		s.fail(w, r, p, err)
+	if s.opsRefused(w, r, p, err, again) {
 		return
 	}
 	opsDone(w, r, "/ops/prices", nil, "prices", "version-"+strconv.FormatInt(v.Effective.Unix(), 10))

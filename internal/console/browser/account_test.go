@@ -38,7 +38,12 @@ func acctSubmit(t *testing.T, ctx context.Context, what, form string, fields map
 	for name, v := range fields {
 		acctEval[bool](t, ctx, `(() => { document.querySelector(`+strconv.Quote(form+` [name="`+name+`"]`)+`).value = `+strconv.Quote(v)+`; return true; })()`)
 	}
-	run(t, ctx, what, chromedp.Click(chromedp.CSS(button)), chromedp.WaitVisible(chromedp.CSS(waitFor)))
+	// Mark this document, so that the wait below is for the next page and
+	// never satisfied by an element of this one.
+	acctEval[bool](t, ctx, `(() => { window.__acctOld = true; return true; })()`)
+	run(t, ctx, what, chromedp.Click(chromedp.CSS(button)))
+	poll(t, ctx, what+": the next page", `window.__acctOld !== true && document.readyState === "complete"`)
+	run(t, ctx, what+": the answer", chromedp.WaitVisible(chromedp.CSS(waitFor)))
 }
 
 // acctFormError submits a form that must be refused and answers the error
@@ -338,6 +343,9 @@ func TestBillingPages(t *testing.T) {
 	if got := text(t, ctx, "#wallet-spendable"); got != "¥500.00" {
 		t.Fatalf("after the voucher: spendable %q", got)
 	}
+	// A fresh page, so that the notice waited for is the new one.
+	run(t, ctx, "open billing again", chromedp.Navigate(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#voucher-form")),
+		chromedp.WaitNotPresent(chromedp.CSS(".flash")))
 	acctSubmit(t, ctx, "redeem the voucher again", "#voucher-form", map[string]string{"code": v.Code}, "#voucher-submit", ".flash")
 	if got := text(t, ctx, ".flash"); got != "你已兑换过这张代金券。" {
 		t.Fatalf("a second redemption: %q", got)

@@ -218,6 +218,8 @@ type Queries interface {
 	// CreateVoucher inserts v (Redemptions 0); a used code is a conflict.
 	CreateVoucher(ctx context.Context, v *Voucher) error
 	VoucherByCode(ctx context.Context, code string) (*Voucher, error)
+	// ListVouchers lists vouchers newest first, at most limit.
+	ListVouchers(ctx context.Context, limit int) ([]Voucher, error)
 	// RedeemVoucher counts one redemption of the voucher r.Code by
 	// r.AccountID at r.RedeemedAt and records r (r.VoucherID is set). It
 	// is CodeNotFound for an unknown code, CodeInvalid at or after the

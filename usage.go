@@ -58,6 +58,8 @@ type UsageRunFilter struct {
 	OpenOnly   bool
 	// UnsettledOnly leaves out runs ended and fully debited.
 	UnsettledOnly bool
+	// Since, when set, leaves out runs that ended before it.
+	Since time.Time
 }
 
 // Debit is one usage debit of the ledger, for revenue reports.

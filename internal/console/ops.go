@@ -354,6 +354,8 @@ func opsMessages() map[string]pair {
 		"ops.voucher.find":       {"查询", "Look up"},
 		"ops.voucher.not_found":  {"找不到代金券 %s", "No voucher %s"},
 		"ops.voucher.list_note":  {"兑换码只在创建时显示一次全文；请妥善保存。", "A code is shown in full when it is created: keep it safe."},
+		"ops.voucher.recent":     {"最近的代金券", "Recent vouchers"},
+		"ops.voucher.used":       {"已兑换 / 上限", "Redeemed / limit"},
 
 		"ops.academic.title":           {"学术认证申请", "Academic applications"},
 		"ops.academic.pending":         {"待审核", "To decide"},

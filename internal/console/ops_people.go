@@ -188,9 +188,7 @@ func (s *Server) opsAccountsData(p *Page, query string, credit opsCreditForm, tr
 	ctx := p.ctx()
 	query, _ = opsOneLine(query, opsMaxSearchRunes, false)
 	d := opsAccountsData{Tabs: s.opsTabs(p, "accounts"), Query: query, Credit: credit, Transfer: transfer}
-	// No service lists accounts: the store does, for operators only (this
-	// page's access level).
-	all, err := s.cfg.Store.ListAccounts(ctx)
+	all, err := s.cfg.Auth.Accounts(ctx, p.Account)
 	if err != nil {
 		return d, err
 	}

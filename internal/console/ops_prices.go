@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -49,6 +50,8 @@ type opsPricesData struct {
 	Fields      []string // the price columns' labels
 	HasVouchers bool
 	Voucher     opsVoucherForm
+	// Recent are the newest vouchers, codes masked.
+	Recent []opsVoucherView
 	// Shown is the voucher just created or looked up; Lookup the code
 	// asked for (not found when Shown is nil).
 	Shown  *opsVoucherView
@@ -130,6 +133,17 @@ func opsVoucherOf(v *gpurent.Voucher) *opsVoucherView {
 // one (the one a new version follows).
 func (s *Server) opsPricesData(p *Page) (opsPricesData, rating.Version, error) {
 	d := opsPricesData{Tabs: s.opsTabs(p, "prices"), HasVouchers: s.cfg.Wallet != nil}
+	if d.HasVouchers {
+		vs, err := s.cfg.Wallet.Vouchers(p.ctx(), p.Account, 50)
+		if err != nil {
+			return d, rating.Version{}, err
+		}
+		for i := range vs {
+			v := opsVoucherOf(&vs[i])
+			v.Code = opsMaskCode(v.Code)
+			d.Recent = append(d.Recent, *v)
+		}
+	}
 	vs, err := s.cfg.Billing.Versions(p.ctx())
 	if err != nil {
 		return d, rating.Version{}, err
@@ -419,4 +433,14 @@ func (s *Server) opsCreateVoucher(w http.ResponseWriter, r *http.Request, p *Pag
 		return
 	}
 	opsDone(w, r, "/ops/prices", url.Values{"voucher": {wallet.FormatCode(v.Code)}}, "voucher", "vouchers")
+}
+
+// opsMaskCode shows a voucher code's first group only: the list is for
+// seeing what was issued and used, not for handing codes out again.
+func opsMaskCode(code string) string {
+	first, _, ok := strings.Cut(code, "-")
+	if !ok || len(first) >= len(code) {
+		return "••••"
+	}
+	return first + "-••••-••••"
 }

@@ -137,7 +137,7 @@ func (s *Server) opsRevenue(w http.ResponseWriter, r *http.Request, p *Page) {
 	chart.Series = append([]opsChartSeries{total}, series...)
 	d.RevenueChart = chart.String()
 
-	if s.cfg.Fleet != nil {
+	if s.cfg.Fleet != nil && s.cfg.Metering != nil {
 		hosts, err := s.cfg.Fleet.Hosts(p.ctx(), p.Account)
 		if err != nil {
 			s.fail(w, r, p, err)
@@ -151,9 +151,8 @@ func (s *Server) opsRevenue(w http.ResponseWriter, r *http.Request, p *Page) {
 				}
 			}
 		}
-		// No service reports allocated GPU-time: the usage runs metering
-		// bills from are read here, for operators only.
-		runs, err := s.cfg.Store.ListUsageRuns(p.ctx(), gpurent.UsageRunFilter{})
+		// The usage runs metering bills from, those open in the month.
+		runs, err := s.cfg.Metering.UsageRuns(p.ctx(), from)
 		if err != nil {
 			s.fail(w, r, p, err)
 			return

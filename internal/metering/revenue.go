@@ -70,3 +70,9 @@ func (s *Service) Revenue(ctx context.Context, from, to time.Time, loc *time.Loc
 	sort.Slice(out.Days, func(i, j int) bool { return out.Days[i].Day < out.Days[j].Day })
 	return out, nil
 }
+
+// UsageRuns lists the usage runs open at or after since (operators' reports:
+// utilization per GPU type), oldest first.
+func (s *Service) UsageRuns(ctx context.Context, since time.Time) ([]gpurent.UsageRun, error) {
+	return s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{Since: since})
+}

@@ -185,3 +185,11 @@ func (s *Service) previousRedemption(ctx context.Context, v *gpurent.Voucher, ac
 	}
 	return &Redemption{Voucher: cur, Entry: entryOf(tx), RedeemedAt: rec.RedeemedAt, Dup: true}, nil
 }
+
+// Vouchers lists the vouchers, newest first, at most limit (operators).
+func (s *Service) Vouchers(ctx context.Context, operator *gpurent.Account, limit int) ([]gpurent.Voucher, error) {
+	if err := requireOperator(operator); err != nil {
+		return nil, err
+	}
+	return s.store.ListVouchers(ctx, limit)
+}

@@ -210,6 +210,12 @@ func TestOpsJourney(t *testing.T) {
 		if got := text(t, ctx, "#voucher-amount"); got != "¥88.00" {
 			t.Fatalf("%s: voucher amount %q", w.lang, got)
 		}
+		// It is listed with the others, its code masked.
+		code := text(t, ctx, "#voucher-code")
+		list := text(t, ctx, "#voucher-list")
+		if first, _, _ := strings.Cut(code, "-"); !strings.Contains(list, first+"-••••-••••") || strings.Contains(list, code) {
+			t.Fatalf("%s: voucher list %q for code %s", w.lang, list, code)
+		}
 		shot(t, ctx, "ops-prices-"+w.lang)
 
 		// An academic application filed by a customer, approved.

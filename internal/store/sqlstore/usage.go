@@ -501,6 +501,10 @@ last_seen_at, debited_fen, settled, price_permille FROM usage_runs WHERE 1 = 1`
 	if f.UnsettledOnly {
 		q += ` AND NOT settled`
 	}
+	if !f.Since.IsZero() {
+		q += ` AND (ended_at IS NULL OR ended_at >= ?)`
+		args = append(args, s.ts(f.Since))
+	}
 	rows, err := s.query(ctx, q+` ORDER BY started_at, id`, args...)
 	if err != nil {
 		return nil, s.dbErr(err, "list usage runs")

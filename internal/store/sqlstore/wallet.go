@@ -58,6 +58,32 @@ func (s *Store) VoucherByCode(ctx context.Context, code string) (*gpurent.Vouche
 	return v, nil
 }
 
+// ListVouchers lists vouchers newest first, at most limit (1..1000; 0:
+// 100).
+func (s *Store) ListVouchers(ctx context.Context, limit int) ([]gpurent.Voucher, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	rows, err := s.query(ctx, `SELECT `+voucherCols+` FROM vouchers ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, s.dbErr(err, "list vouchers")
+	}
+	defer rows.Close()
+	var out []gpurent.Voucher
+	for rows.Next() {
+		v, err := scanVoucher(rows)
+		if err != nil {
+			return nil, s.dbErr(err, "list vouchers")
+		}
+		out = append(out, *v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(err, "list vouchers")
+	}
+	return out, nil
+}
+
 // RedeemVoucher counts one redemption with a conditional update (the row
 // lock it takes on PostgreSQL orders racing redeemers) and records who
 // redeemed it; both in one transaction.

@@ -319,6 +319,17 @@ func testVouchers(t *testing.T, s gpurent.Store) {
 	got, err := s.VoucherByCode(ctx, v.Code)
 	must(t, err, "voucher by code")
 	same(t, "voucher round trip", *got, *v)
+	later := &gpurent.Voucher{Code: "ZZZZ2345EFGH", Kind: gpurent.VoucherCash, AmountFen: 100,
+		ExpiresAt: ledgerAt(10), MaxRedemptions: 1, CreatedBy: "acc-op", CreatedAt: v.CreatedAt.Add(time.Second)}
+	must(t, s.CreateVoucher(ctx, later), "create a later voucher")
+	list, err := s.ListVouchers(ctx, 10)
+	must(t, err, "list vouchers")
+	if len(list) != 2 || list[0].Code != later.Code || list[1].Code != v.Code {
+		t.Fatalf("vouchers, newest first: %+v", list)
+	}
+	if one, err := s.ListVouchers(ctx, 1); err != nil || len(one) != 1 || one[0].Code != later.Code {
+		t.Fatalf("one voucher: %+v %v", one, err)
+	}
 	wantCode(t, s.CreateVoucher(ctx, &gpurent.Voucher{Code: v.Code, Kind: gpurent.VoucherCash, AmountFen: 1,
 		ExpiresAt: ledgerAt(10), MaxRedemptions: 1}), gpurent.CodeConflict, "same code")
 	for _, bad := range []gpurent.Voucher{

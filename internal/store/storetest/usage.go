@@ -92,6 +92,14 @@ func testUsageRuns(t *testing.T, s gpurent.Store) {
 	if len(runs) != 2 || runs[1].EndedAt == nil || !runs[1].EndedAt.Equal(t1.Add(10*time.Minute)) || runs[1].EndReason != gpurent.RunEndHostSilent {
 		t.Errorf("silent run after the late end: %+v", runs)
 	}
+	// Since: only runs that ended at or after it (the first ended at end).
+	if since, err := s.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: in.ID, Since: end.Add(time.Second)}); err != nil ||
+		len(since) != 1 || !since[0].StartedAt.Equal(t1) {
+		t.Errorf("runs since the first ended: %+v %v", since, err)
+	}
+	if since, err := s.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: in.ID, Since: end}); err != nil || len(since) != 2 {
+		t.Errorf("runs since the first's end: %+v %v", since, err)
+	}
 
 	// Debits recorded against a run, optimistically.
 	id0 := runs[0].ID

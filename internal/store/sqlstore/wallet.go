@@ -65,23 +65,14 @@ func (s *Store) ListVouchers(ctx context.Context, limit int) ([]gpurent.Voucher,
 		limit = 100
 	}
 	limit = min(limit, 1000)
-	rows, err := s.query(ctx, `SELECT `+voucherCols+` FROM vouchers ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
-	if err != nil {
-		return nil, s.dbErr(err, "list vouchers")
-	}
-	defer rows.Close()
-	var out []gpurent.Voucher
-	for rows.Next() {
-		v, err := scanVoucher(rows)
-		if err != nil {
-			return nil, s.dbErr(err, "list vouchers")
-		}
-		out = append(out, *v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(err, "list vouchers")
-	}
-	return out, nil
+	return queryAll(ctx, s, "list vouchers", `SELECT `+voucherCols+` FROM vouchers ORDER BY created_at DESC, id DESC LIMIT ?`,
+		func(r rowScanner) (gpurent.Voucher, error) {
+			v, err := scanVoucher(r)
+			if err != nil {
+				return gpurent.Voucher{}, err
+			}
+			return *v, nil
+		}, limit)
 }
 
 // RedeemVoucher counts one redemption with a conditional update (the row

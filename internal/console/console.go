@@ -82,6 +82,8 @@ type Server struct {
 	mux   *http.ServeMux
 	// Login attempts per client address and per e-mail.
 	loginIP, loginEmail *limiter
+	// streams counts the open live pages per account.
+	streams streamCounter
 }
 
 // New builds the console.

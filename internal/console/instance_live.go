@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -36,6 +37,14 @@ type liveMsg struct {
 // another account's instance); a later one ends the stream, and the
 // browser's reconnect sees it.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p *Page, poll func(first bool) ([]liveMsg, bool, error)) {
+	if !s.streams.acquire(p.Account.ID) {
+		// Too many open at once for this account: the page still works,
+		// it just is not live; the browser retries later.
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, "too many live pages open", http.StatusTooManyRequests)
+		return
+	}
+	defer s.streams.release(p.Account.ID)
 	msgs, done, err := poll(true)
 	if err != nil {
 		s.fail(w, r, p, err)
@@ -201,4 +210,35 @@ func chartJSON(c chartData) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// maxStreamsPerAccount bounds the live streams one account holds open at
+// once (each polls the services every 2 s).
+const maxStreamsPerAccount = 16
+
+// streamCounter counts the open live streams per account.
+type streamCounter struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (c *streamCounter) acquire(accountID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == nil {
+		c.open = map[string]int{}
+	}
+	if c.open[accountID] >= maxStreamsPerAccount {
+		return false
+	}
+	c.open[accountID]++
+	return true
+}
+
+func (c *streamCounter) release(accountID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[accountID]--; c.open[accountID] <= 0 {
+		delete(c.open, accountID)
+	}
 }

@@ -160,3 +160,29 @@ func TestGPUCharts(t *testing.T) {
 		t.Error("no samples, yet a chart")
 	}
 }
+
+func TestStreamCounter(t *testing.T) {
+	var c streamCounter
+	for i := range maxStreamsPerAccount {
+		if !c.acquire("acc-a") {
+			t.Fatalf("stream %d refused", i+1)
+		}
+	}
+	if c.acquire("acc-a") {
+		t.Fatal("one stream too many was let open")
+	}
+	if !c.acquire("acc-b") {
+		t.Fatal("another account's stream was refused")
+	}
+	c.release("acc-a")
+	if !c.acquire("acc-a") {
+		t.Fatal("a released stream's place was not given back")
+	}
+	for range maxStreamsPerAccount {
+		c.release("acc-a")
+	}
+	c.release("acc-b")
+	if len(c.open) != 0 {
+		t.Fatalf("counts left: %v", c.open)
+	}
+}

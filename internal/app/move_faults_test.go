@@ -353,6 +353,12 @@ func TestStartElsewhereAndQueued(t *testing.T) {
 	f.hosts["c"] = DemoHost{Name: f.hosts["a"].Name + "c", Zone: "cd-tianfu-a", TypeID: moveH100, GPUs: 2, GroupSize: 2}
 	f.startAgent("c")
 	eventually(t, "host c's GPUs listed", func() bool { return freeGPUs(t, f.alice.user, moveH100) == 2 })
+	// Its agent says where it receives copies in a report after the
+	// registration: a move to it waits for that.
+	eventually(t, "host c's access server known", func() bool {
+		h, err := f.s.Store.HostByID(context.Background(), f.hostID("c"))
+		return err == nil && h.AccessAddr != ""
+	})
 	if _, _, err := f.alice.run("", "start", in.ID); err == nil {
 		t.Fatal("a plain start on a full host succeeded")
 	}

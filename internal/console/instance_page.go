@@ -201,7 +201,11 @@ func (s *Server) instanceData(ctx context.Context, p *Page, id string) (*instanc
 			return nil, err
 		}
 		for _, j := range jobs {
-			d.Verifies = append(d.Verifies, verifyRun{Job: j, Summary: p.T("instance.verify_run", formatWhen(j.CreatedAt), j.Tier, j.State)})
+			state := j.State
+			if key := "instance.verify_state." + j.State; p.s.msgs.has(key) {
+				state = p.T(key)
+			}
+			d.Verifies = append(d.Verifies, verifyRun{Job: j, Summary: p.T("instance.verify_run", formatWhen(j.CreatedAt), j.Tier, state)})
 		}
 		d.CanVerify = d.Running && in.GPUCount > 0
 	}

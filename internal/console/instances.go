@@ -36,6 +36,11 @@ func (s *Server) instanceRoutes() []route {
 // instanceMessages are the dashboard's and the instance pages' messages.
 func instanceMessages() map[string]pair {
 	return map[string]pair{
+		"instance.verify_state.queued":   {"排队中", "queued"},
+		"instance.verify_state.running":  {"运行中", "running"},
+		"instance.verify_state.done":     {"已完成", "done"},
+		"instance.verify_state.failed":   {"失败", "failed"},
+		"instance.verify_state.canceled": {"已取消", "canceled"},
 		// States.
 		"instance.state.pending":      {"排队中", "Pending"},
 		"instance.state.provisioning": {"启动中", "Starting"},

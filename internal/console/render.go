@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/transparency"
 )
 
 // Page is what every template sees: the viewer, the language, the CSRF
@@ -54,6 +55,9 @@ func (p *Page) HTMLLang() string {
 	}
 	return "zh-CN"
 }
+
+// Probe is a benchmark probe's name in the page's language.
+func (p *Page) Probe(probe string) string { return transparency.ProbeLabel(probe, p.Lang) }
 
 // IsOperator reports whether the viewer is an operator (templates).
 func (p *Page) IsOperator() bool { return p.isOperator() }

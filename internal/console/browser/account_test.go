@@ -50,7 +50,7 @@ func acctSubmit(t *testing.T, ctx context.Context, what, form string, fields map
 // the page shows.
 func acctFormError(t *testing.T, ctx context.Context, page, form string, fields map[string]string, button string) string {
 	t.Helper()
-	run(t, ctx, "open "+page, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(form)))
+	run(t, ctx, "open "+page, nav(page), chromedp.WaitVisible(chromedp.CSS(form)))
 	acctSubmit(t, ctx, "submit "+form+" with bad input", form, fields, button, "#form-error")
 	return text(t, ctx, "#form-error")
 }
@@ -100,7 +100,7 @@ func TestAccountPages(t *testing.T) {
 	}
 
 	// The profile, in both languages.
-	run(t, ctx, "open the account page", chromedp.Navigate(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#profile")))
+	run(t, ctx, "open the account page", nav(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#profile")))
 	if h, e, role := text(t, ctx, "h1"), text(t, ctx, "#profile-email"), text(t, ctx, "#profile-role"); h != "账户" || e != email || role != "客户" {
 		t.Fatalf("zh profile: h1 %q, e-mail %q, role %q", h, e, role)
 	}
@@ -124,7 +124,7 @@ func TestAccountPages(t *testing.T) {
 	if got := acctFormError(t, ctx, st.url+"/account?lang=zh", "#token-form", map[string]string{"name": strings.Repeat("长", 101)}, "#token-submit"); got != "令牌名称 最多 100 个字符" {
 		t.Fatalf("zh token name too long: %q", got)
 	}
-	run(t, ctx, "open the account page in English", chromedp.Navigate(st.url+"/account?lang=en"), chromedp.WaitVisible(chromedp.CSS("#token-form")))
+	run(t, ctx, "open the account page in English", nav(st.url+"/account?lang=en"), chromedp.WaitVisible(chromedp.CSS("#token-form")))
 	acctSubmit(t, ctx, "create a token", "#token-form", map[string]string{"name": "ci-laptop"}, "#token-submit", "#new-token")
 	secret := text(t, ctx, "#new-token")
 	if !strings.HasPrefix(secret, "gpr_") {
@@ -135,7 +135,7 @@ func TestAccountPages(t *testing.T) {
 	}
 	run(t, ctx, "copy the token", chromedp.Click(chromedp.CSS("#new-token-copy")))
 	acctWait(t, ctx, "the copy button says it copied", `document.querySelector('#new-token-copy').getAttribute('data-done') === '1'`)
-	run(t, ctx, "open the account page again", chromedp.Navigate(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#token-list")))
+	run(t, ctx, "open the account page again", nav(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#token-list")))
 	if n := acctEval[int](t, ctx, `document.querySelectorAll('#new-token').length`); n != 0 {
 		t.Fatal("the token's secret shows a second time")
 	}
@@ -173,7 +173,7 @@ func TestAccountPages(t *testing.T) {
 		}
 	}
 	key, fp := acctNewKey(t, "li@laptop")
-	run(t, ctx, "open the account page", chromedp.Navigate(st.url+"/account?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#key-form")))
+	run(t, ctx, "open the account page", nav(st.url+"/account?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#key-form")))
 	acctSubmit(t, ctx, "add a key", "#key-form", map[string]string{"key": key}, "#key-submit", "#key-list")
 	if got := text(t, ctx, "#key-list .key-fp"); got != fp {
 		t.Fatalf("fingerprint %q, want %q", got, fp)
@@ -203,11 +203,11 @@ func TestAccountPages(t *testing.T) {
 	}
 	ctx2 := browser(t)
 	signup(t, ctx2, st.url, "mallory@account.example", "Mallory", "mallory-password", "zh")
-	run(t, ctx2, "open the account page", chromedp.Navigate(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#token-form")))
+	run(t, ctx2, "open the account page", nav(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#token-form")))
 	if got := acctPostForeign(t, ctx2, "/account/ssh-keys/"+keys[0].ID+"/delete"); got != "页面不存在" {
 		t.Fatalf("another customer deleting the key: %q", got)
 	}
-	run(t, ctx2, "back to the account page", chromedp.Navigate(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#token-form")))
+	run(t, ctx2, "back to the account page", nav(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#token-form")))
 	if got := acctPostForeign(t, ctx2, "/account/tokens/"+other.ID+"/revoke"); got != "页面不存在" {
 		t.Fatalf("another customer revoking the token: %q", got)
 	}
@@ -235,7 +235,7 @@ func TestAccountPages(t *testing.T) {
 		}
 	}
 	const pw2 = "second-password-2"
-	run(t, ctx, "open the account page", chromedp.Navigate(st.url+"/account?lang=en"), chromedp.WaitVisible(chromedp.CSS("#password-form")))
+	run(t, ctx, "open the account page", nav(st.url+"/account?lang=en"), chromedp.WaitVisible(chromedp.CSS("#password-form")))
 	acctSubmit(t, ctx, "change the password", "#password-form",
 		map[string]string{"current": pw, "password": pw2, "password2": pw2}, "#password-submit", ".flash")
 	if got := text(t, ctx, ".flash"); got != "Your password is changed." {
@@ -255,7 +255,7 @@ func TestAccountPages(t *testing.T) {
 	}
 	var answers []string
 	for _, addr := range []string{email, "nobody@account.example"} {
-		run(t, ctx3, "open the forgot page", chromedp.Navigate(st.url+"/password/forgot?lang=en"), chromedp.WaitVisible(chromedp.CSS("#forgot-form")))
+		run(t, ctx3, "open the forgot page", nav(st.url+"/password/forgot?lang=en"), chromedp.WaitVisible(chromedp.CSS("#forgot-form")))
 		acctSubmit(t, ctx3, "ask for a link", "#forgot-form", map[string]string{"email": addr}, "#forgot-submit", ".flash")
 		answers = append(answers, text(t, ctx3, ".flash"))
 	}
@@ -271,7 +271,7 @@ func TestAccountPages(t *testing.T) {
 		t.Fatalf("reset secret %q, %v", link, err)
 	}
 	resetURL := st.url + "/password/reset?lang=zh&token=" + link
-	run(t, ctx3, "open the reset link", chromedp.Navigate(resetURL), chromedp.WaitVisible(chromedp.CSS("#reset-form")))
+	run(t, ctx3, "open the reset link", nav(resetURL), chromedp.WaitVisible(chromedp.CSS("#reset-form")))
 	if got := text(t, ctx3, "#reset-for"); !strings.Contains(got, email) {
 		t.Fatalf("the reset page names %q", got)
 	}
@@ -282,13 +282,13 @@ func TestAccountPages(t *testing.T) {
 	}
 	const pw3 = "third-password-3"
 	acctSubmit(t, ctx3, "reset", "#reset-form", map[string]string{"password": pw3, "password2": pw3}, "#reset-submit", "#reset-signin")
-	run(t, ctx, "the first browser's session ended", chromedp.Navigate(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
-	run(t, ctx3, "the link again", chromedp.Navigate(resetURL), chromedp.WaitVisible(chromedp.CSS("#reset-again")))
+	run(t, ctx, "the first browser's session ended", nav(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+	run(t, ctx3, "the link again", nav(resetURL), chromedp.WaitVisible(chromedp.CSS("#reset-again")))
 	if got := text(t, ctx3, "#form-error"); got != "重置链接无效、已使用或已过期，请重新申请。" {
 		t.Fatalf("a used link: %q", got)
 	}
 	login(t, ctx3, st.url, email, pw3, "zh")
-	run(t, ctx3, "signed in with the reset password", chromedp.Navigate(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#profile")))
+	run(t, ctx3, "signed in with the reset password", nav(st.url+"/account"), chromedp.WaitVisible(chromedp.CSS("#profile")))
 }
 
 // acctWait waits until the JavaScript expression is true in the page.
@@ -319,7 +319,7 @@ func TestBillingPages(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run(t, ctx, "open billing", chromedp.Navigate(st.url+"/billing"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
+	run(t, ctx, "open billing", nav(st.url+"/billing"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
 	if h, bal := text(t, ctx, "h1"), text(t, ctx, "#wallet-spendable"); h != "费用" || bal != "¥0.00" {
 		t.Fatalf("zh billing: h1 %q, spendable %q", h, bal)
 	}
@@ -338,13 +338,13 @@ func TestBillingPages(t *testing.T) {
 			t.Fatalf("%s voucher %q: %q, want %q", c.lang, c.code, got, c.want)
 		}
 	}
-	run(t, ctx, "open billing", chromedp.Navigate(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#voucher-form")))
+	run(t, ctx, "open billing", nav(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#voucher-form")))
 	acctSubmit(t, ctx, "redeem the voucher", "#voucher-form", map[string]string{"code": strings.ToLower(v.Code)}, "#voucher-submit", ".flash")
 	if got := text(t, ctx, "#wallet-spendable"); got != "¥500.00" {
 		t.Fatalf("after the voucher: spendable %q", got)
 	}
 	// A fresh page, so that the notice waited for is the new one.
-	run(t, ctx, "open billing again", chromedp.Navigate(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#voucher-form")),
+	run(t, ctx, "open billing again", nav(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#voucher-form")),
 		chromedp.WaitNotPresent(chromedp.CSS(".flash")))
 	acctSubmit(t, ctx, "redeem the voucher again", "#voucher-form", map[string]string{"code": v.Code}, "#voucher-submit", ".flash")
 	if got := text(t, ctx, ".flash"); got != "你已兑换过这张代金券。" {
@@ -361,7 +361,7 @@ func TestBillingPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run(t, ctx, "open billing", chromedp.Navigate(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#ledger-older")))
+	run(t, ctx, "open billing", nav(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#ledger-older")))
 	if n := acctEval[int](t, ctx, `document.querySelectorAll('#ledger-list .ledger-row').length`); n != 50 {
 		t.Fatalf("first ledger page has %d rows", n)
 	}
@@ -388,7 +388,7 @@ func TestBillingPages(t *testing.T) {
 			t.Fatalf("the form lost what was typed: %q", typed)
 		}
 	}
-	run(t, ctx, "open billing", chromedp.Navigate(st.url+"/billing?lang=en"), chromedp.WaitVisible(chromedp.CSS("#limits-form")))
+	run(t, ctx, "open billing", nav(st.url+"/billing?lang=en"), chromedp.WaitVisible(chromedp.CSS("#limits-form")))
 	acctSubmit(t, ctx, "set limits", "#limits-form", map[string]string{"daily": "100", "monthly": "2,000.50"}, "#limits-submit", ".flash")
 	if d, m := text(t, ctx, "#limit-daily"), text(t, ctx, "#limit-monthly"); d != "¥100.00" || m != "¥2,000.50" {
 		t.Fatalf("limits shown %q, %q", d, m)
@@ -402,13 +402,13 @@ func TestBillingPages(t *testing.T) {
 	if got := acctFormError(t, ctx, st.url+"/billing?lang=zh", "#webhook-form", map[string]string{"webhook": "ftp://hooks.example/x"}, "#webhook-submit"); got != "Webhook 必须是 http:// 或 https:// 开头的网址" {
 		t.Fatalf("bad webhook: %q", got)
 	}
-	run(t, ctx, "open billing", chromedp.Navigate(st.url+"/billing?lang=en"), chromedp.WaitVisible(chromedp.CSS("#webhook-form")))
+	run(t, ctx, "open billing", nav(st.url+"/billing?lang=en"), chromedp.WaitVisible(chromedp.CSS("#webhook-form")))
 	acctSubmit(t, ctx, "set the webhook", "#webhook-form", map[string]string{"webhook": "https://hooks.example/gpurent"}, "#webhook-submit", ".flash")
 	if _, hook, err := st.s.Wallet.Events(bg, acc, 1); err != nil || hook != "https://hooks.example/gpurent" {
 		t.Fatalf("webhook %q, %v", hook, err)
 	}
 	shot(t, ctx, "billing-en")
-	run(t, ctx, "billing in Chinese", chromedp.Navigate(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
+	run(t, ctx, "billing in Chinese", nav(st.url+"/billing?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
 	shot(t, ctx, "billing-zh")
 
 	// This month's statement, as a page and as CSV with the API's columns.
@@ -430,7 +430,7 @@ func TestBillingPages(t *testing.T) {
 	// Another customer sees only their own wallet.
 	ctx2 := browser(t)
 	signup(t, ctx2, st.url, "zhao@billing.example", "Zhao", "zhao-password-1", "en")
-	run(t, ctx2, "open billing", chromedp.Navigate(st.url+"/billing"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
+	run(t, ctx2, "open billing", nav(st.url+"/billing"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
 	if got := text(t, ctx2, "#wallet-spendable"); got != "¥0.00" {
 		t.Fatalf("another customer's spendable %q", got)
 	}
@@ -464,7 +464,7 @@ func TestBillingBankTopUp(t *testing.T) {
 			t.Fatalf("%s top-up of %q: %q, want %q", c.lang, c.amount, got, c.want)
 		}
 	}
-	run(t, ctx, "open billing", chromedp.Navigate(s.URL+"/billing?lang=en"), chromedp.WaitVisible(chromedp.CSS("#topup-form")))
+	run(t, ctx, "open billing", nav(s.URL+"/billing?lang=en"), chromedp.WaitVisible(chromedp.CSS("#topup-form")))
 	acctSubmit(t, ctx, "top up", "#topup-form", map[string]string{"amount": "1000"}, "#topup-submit", "#payment-ref")
 	ref := text(t, ctx, "#payment-ref")
 	if !strings.HasPrefix(ref, "BT") || !strings.Contains(text(t, ctx, "#payment"), "Transfer ¥1,000.00") {
@@ -473,7 +473,7 @@ func TestBillingBankTopUp(t *testing.T) {
 	if _, err := s.Wallet.ConfirmPayment(bg, wallet.BankTransferName, ref, 100_000); err != nil {
 		t.Fatal(err)
 	}
-	run(t, ctx, "open billing", chromedp.Navigate(s.URL+"/billing"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
+	run(t, ctx, "open billing", nav(s.URL+"/billing"), chromedp.WaitVisible(chromedp.CSS("#wallet")))
 	if got := text(t, ctx, "#wallet-spendable"); got != "¥1,000.00" {
 		t.Fatalf("after the confirmed transfer: %q", got)
 	}
@@ -527,7 +527,7 @@ func TestPasswordForgotLink(t *testing.T) {
 	}
 	ctx := browser(t)
 	for _, addr := range []string{"nobody@reset.example", "ZHOU@reset.example"} {
-		run(t, ctx, "open the forgot page", chromedp.Navigate(s.URL+"/password/forgot"), chromedp.WaitVisible(chromedp.CSS("#forgot-form")))
+		run(t, ctx, "open the forgot page", nav(s.URL+"/password/forgot"), chromedp.WaitVisible(chromedp.CSS("#forgot-form")))
 		acctSubmit(t, ctx, "ask for a link for "+addr, "#forgot-form", map[string]string{"email": addr}, "#forgot-submit", ".flash")
 		if got := text(t, ctx, ".flash"); got != "如果该邮箱注册过账户，重置链接已经发出，请查收邮件。" {
 			t.Fatalf("answer for %s: %q", addr, got)
@@ -540,7 +540,7 @@ func TestPasswordForgotLink(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], s.URL+"/password/reset?token=") {
 		t.Fatalf("logged links %v", got)
 	}
-	run(t, ctx, "open the logged link", chromedp.Navigate(got[0]+"&lang=en"), chromedp.WaitVisible(chromedp.CSS("#reset-form")))
+	run(t, ctx, "open the logged link", nav(got[0]+"&lang=en"), chromedp.WaitVisible(chromedp.CSS("#reset-form")))
 	acctSubmit(t, ctx, "set a new password", "#reset-form", map[string]string{"password": "remembered-password", "password2": "remembered-password"},
 		"#reset-submit", "#reset-signin")
 	if got := text(t, ctx, ".flash"); !strings.HasPrefix(got, "Your password is set") {

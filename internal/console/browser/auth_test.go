@@ -13,7 +13,7 @@ import (
 func TestSignInPagesBothLanguages(t *testing.T) {
 	st := startSite(t)
 	ctx := browser(t)
-	run(t, ctx, "open the sign-in page", chromedp.Navigate(st.url+"/login"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+	run(t, ctx, "open the sign-in page", nav(st.url+"/login"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
 	if h := text(t, ctx, "h1"); h != "登录" {
 		t.Fatalf("default language: h1 %q, want 登录", h)
 	}
@@ -24,7 +24,7 @@ func TestSignInPagesBothLanguages(t *testing.T) {
 	// A sign-up with passwords that differ: refused in the page's language.
 	for _, c := range []struct{ lang, want string }{{"zh", "两次输入的密码不一致"}, {"en", "The passwords differ"}} {
 		run(t, ctx, "sign up with mismatched passwords",
-			chromedp.Navigate(st.url+"/signup?lang="+c.lang),
+			nav(st.url+"/signup?lang="+c.lang),
 			chromedp.SendKeys(chromedp.CSS(`#signup-form input[name=email]`), "x@lab.example"),
 			chromedp.SendKeys(chromedp.CSS(`#signup-form input[name=name]`), "X"),
 			chromedp.SendKeys(chromedp.CSS(`#signup-form input[name=password]`), "password-one"),
@@ -36,7 +36,7 @@ func TestSignInPagesBothLanguages(t *testing.T) {
 		}
 	}
 	run(t, ctx, "wrong password",
-		chromedp.Navigate(st.url+"/login?lang=en"),
+		nav(st.url+"/login?lang=en"),
 		chromedp.SendKeys(chromedp.CSS(`#login-form input[name=email]`), opsEmail),
 		chromedp.SendKeys(chromedp.CSS(`#login-form input[name=password]`), "not-the-password"),
 		chromedp.Click(chromedp.CSS("#login-submit")),

@@ -187,6 +187,21 @@ func text(t testing.TB, ctx context.Context, sel string) string {
 	return s
 }
 
+// nav loads url in the tab. A live page reloads itself when what it shows
+// changes; a load that such a reload aborts (net::ERR_ABORTED) is simply
+// made again, as a user's click would be.
+func nav(url string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		var err error
+		for range 5 {
+			if _, err = chromedp.Navigate(url)(ctx, t); err == nil || !strings.Contains(err.Error(), "ERR_ABORTED") {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, err
+	}
+}
+
 // shot saves a full-page screenshot as name.png in $GPURENT_SCREENSHOTS,
 // when set.
 func shot(t testing.TB, ctx context.Context, name string) {
@@ -211,7 +226,7 @@ func shot(t testing.TB, ctx context.Context, name string) {
 func login(t testing.TB, ctx context.Context, base, email, password, lang string) {
 	t.Helper()
 	run(t, ctx, "sign in as "+email,
-		chromedp.Navigate(base+"/login?lang="+lang),
+		nav(base+"/login?lang="+lang),
 		chromedp.WaitVisible(chromedp.CSS("#login-form")),
 		chromedp.SendKeys(chromedp.CSS(`#login-form input[name=email]`), email),
 		chromedp.SendKeys(chromedp.CSS(`#login-form input[name=password]`), password),
@@ -224,7 +239,7 @@ func login(t testing.TB, ctx context.Context, base, email, password, lang string
 func signup(t testing.TB, ctx context.Context, base, email, name, password, lang string) {
 	t.Helper()
 	run(t, ctx, "sign up as "+email,
-		chromedp.Navigate(base+"/signup?lang="+lang),
+		nav(base+"/signup?lang="+lang),
 		chromedp.WaitVisible(chromedp.CSS("#signup-form")),
 		chromedp.SendKeys(chromedp.CSS(`#signup-form input[name=email]`), email),
 		chromedp.SendKeys(chromedp.CSS(`#signup-form input[name=name]`), name),

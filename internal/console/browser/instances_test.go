@@ -184,7 +184,7 @@ func TestInstancePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitInstance(t, st, acc, id, "stopped", func(d *rental.Detail) bool { return d.Instance.State == gpurent.StateStopped })
-	run(t, ctx, "open the dashboard", chromedp.Navigate(st.url+"/dashboard?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
+	run(t, ctx, "open the dashboard", nav(st.url+"/dashboard?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
 	if got := text(t, ctx, "#state-"+id); got != "已关机" {
 		t.Fatalf("dashboard state before the start: %q", got)
 	}
@@ -210,7 +210,7 @@ func TestInstancePages(t *testing.T) {
 	shot(t, ctx, "dashboard-zh")
 
 	// The instance page: SSH command, copy button, host key, charts.
-	run(t, ctx, "open the instance page", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#instance-access")))
+	run(t, ctx, "open the instance page", nav(page), chromedp.WaitVisible(chromedp.CSS("#instance-access")))
 	host, port, _ := strings.Cut(st.s.SSHAddr, ":")
 	wantSSH := fmt.Sprintf("ssh -p %s %s@%s", port, id, host)
 	if got := text(t, ctx, "#ssh-command"); got != wantSSH {
@@ -242,7 +242,7 @@ func TestInstancePages(t *testing.T) {
 	}
 	// An upgrade count that is not a number.
 	run(t, ctx, "plan an upgrade to 'two' GPUs",
-		chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#upgrade-form")),
+		nav(page), chromedp.WaitVisible(chromedp.CSS("#upgrade-form")),
 		chromedp.SetValue(chromedp.CSS("#upgrade-count"), "two"), chromedp.Click(chromedp.CSS("#upgrade-plan")),
 		chromedp.WaitVisible(chromedp.CSS("#form-error")))
 	if got := text(t, ctx, "#form-error"); got != "GPU 数量 必须是数字" {
@@ -250,7 +250,7 @@ func TestInstancePages(t *testing.T) {
 	}
 
 	// English: the same page and its messages.
-	run(t, ctx, "the instance page in English", chromedp.Navigate(page+"?lang=en"), chromedp.WaitVisible(chromedp.CSS("#instance-access")))
+	run(t, ctx, "the instance page in English", nav(page+"?lang=en"), chromedp.WaitVisible(chromedp.CSS("#instance-access")))
 	if got := text(t, ctx, "#instance-state"); got != "Running" {
 		t.Errorf("en state %q", got)
 	}
@@ -268,7 +268,7 @@ func TestInstancePages(t *testing.T) {
 	// Jupyter: a POST that sends the browser to a port link.
 	run(t, ctx, "open Jupyter", chromedp.Click(chromedp.CSS("#port-jupyter")))
 	waitPath(t, ctx, "the browser lands on a port link", "/p/"+id+"/8888/")
-	run(t, ctx, "the dashboard in English", chromedp.Navigate(st.url+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
+	run(t, ctx, "the dashboard in English", nav(st.url+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
 	if got := text(t, ctx, "#state-"+id); got != "Running" {
 		t.Errorf("en dashboard state %q", got)
 	}
@@ -282,7 +282,7 @@ func TestInstancePages(t *testing.T) {
 		t.Errorf("another customer's dashboard lists %d instances", rows)
 	}
 	for _, path := range []string{"/instances/" + id, "/instances/" + id + "/upgrade?gpu_type=h100-80g-sxm&gpu_count=4"} {
-		run(t, other, "open "+path, chromedp.Navigate(st.url+path), chromedp.WaitVisible(chromedp.CSS("#error-title")))
+		run(t, other, "open "+path, nav(st.url+path), chromedp.WaitVisible(chromedp.CSS("#error-title")))
 		if got := text(t, other, "#error-title"); got != "Page not found" {
 			t.Errorf("another customer on %s: %q", path, got)
 		}
@@ -297,7 +297,7 @@ func TestInstancePages(t *testing.T) {
 		{"/stop", nil}, {"/start", nil}, {"/delete", nil}, {"/verify", nil}, {"/migrate", map[string]string{"zone": ""}},
 		{"/port", map[string]string{"port": "8888"}}, {"/upgrade", map[string]string{"gpu_type": "h100-80g-sxm", "gpu_count": "4"}},
 	} {
-		run(t, other, "back to the dashboard", chromedp.Navigate(st.url+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("#dashboard")))
+		run(t, other, "back to the dashboard", nav(st.url+"/dashboard"), chromedp.WaitVisible(chromedp.CSS("#dashboard")))
 		postAs(t, other, "/instances/"+id+a.path, a.fields)
 		run(t, other, "POST "+a.path, chromedp.WaitVisible(chromedp.CSS("#error-title")))
 		if got := text(t, other, "#error-title"); got != "Page not found" {
@@ -339,7 +339,7 @@ func TestInstancePages(t *testing.T) {
 	}
 	t.Logf("the other H100 host was free for the upgrade after %v", time.Since(waitStart).Round(time.Millisecond))
 	run(t, ctx, "plan the upgrade to 4 H100",
-		chromedp.Navigate(page+"?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#upgrade-form")),
+		nav(page+"?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#upgrade-form")),
 		chromedp.SetValue(chromedp.CSS("#upgrade-type"), "h100-80g-sxm"),
 		chromedp.SetValue(chromedp.CSS("#upgrade-count"), "4"), chromedp.Click(chromedp.CSS("#upgrade-plan")),
 		chromedp.WaitVisible(chromedp.CSS("#upgrade-diff")))
@@ -360,7 +360,7 @@ func TestInstancePages(t *testing.T) {
 	waitInstance(t, st, acc, id, "4 H100 running", func(d *rental.Detail) bool {
 		return d.Instance.GPUCount == 4 && len(d.Instance.GPUIDs) == 4 && d.Instance.State == gpurent.StateRunning
 	})
-	run(t, ctx, "the upgraded instance", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#instance-gpus")))
+	run(t, ctx, "the upgraded instance", nav(page), chromedp.WaitVisible(chromedp.CSS("#instance-gpus")))
 	if got := text(t, ctx, "#instance-gpus"); got != "4 × h100-80g-sxm" {
 		t.Errorf("after the upgrade: %q", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -39,7 +40,7 @@ func TestCustomerJourney(t *testing.T) {
 
 			// Rent 2× H100 through the form.
 			run(t, ctx, "fill the rent form",
-				chromedp.Navigate(st.url+"/rent?lang="+c.lang),
+				nav(st.url+"/rent?lang="+c.lang),
 				chromedp.WaitVisible(chromedp.CSS("#rent-form")),
 				chromedp.SetValue(chromedp.CSS("#rent-gpu"), "h100-80g-sxm"),
 				chromedp.SetValue(chromedp.CSS("#rent-count"), "2"),
@@ -59,7 +60,7 @@ func TestCustomerJourney(t *testing.T) {
 			})
 
 			// The SSH command, copied by its button.
-			run(t, ctx, "reload the instance page", chromedp.Navigate(st.url+"/instances/"+id), chromedp.WaitVisible(chromedp.CSS("#ssh-copy")))
+			run(t, ctx, "reload the instance page", nav(st.url+"/instances/"+id), chromedp.WaitVisible(chromedp.CSS("#ssh-copy")))
 			cmd := eval[string](t, ctx, `document.getElementById("ssh-copy").getAttribute("data-copy")`)
 			if !strings.HasPrefix(cmd, "ssh -p ") || !strings.Contains(cmd, id+"@") {
 				t.Fatalf("SSH command %q", cmd)
@@ -72,9 +73,39 @@ func TestCustomerJourney(t *testing.T) {
 			run(t, ctx, "open Jupyter", chromedp.Click(chromedp.CSS("#port-jupyter")))
 			waitPath(t, ctx, "the port link", "/p/"+id+"/8888/")
 
+			// Verify my GPUs: the suite on the instance, judged against the
+			// fleet median, its results on the page.
+			run(t, ctx, "verify my GPUs",
+				nav(st.url+"/instances/"+id),
+				chromedp.WaitVisible(chromedp.CSS("#verify-submit")),
+				chromedp.Click(chromedp.CSS("#verify-submit")))
+			// The run ends (the agent runs it; the service judges it), then the
+			// page shows its results.
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				jobs, err := st.s.Certification.Jobs(bg, acc, gpurent.BenchJobFilter{InstanceID: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(jobs) > 0 && jobs[0].State != "queued" && jobs[0].State != "running" {
+					if jobs[0].State != "done" {
+						t.Fatalf("the verify run %s: %s", jobs[0].State, jobs[0].Error)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the verify run never ended: %+v", jobs)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			run(t, ctx, "the results", nav(st.url+"/instances/"+id), chromedp.WaitVisible(chromedp.CSS(".verify-results")))
+			if res := text(t, ctx, ".verify-results"); !strings.Contains(res, "PASS") || strings.Contains(res, "FAIL") {
+				t.Fatalf("verify results: %s", res)
+			}
+
 			// Upgrade to 4× H100: the plan first, with the price difference.
 			run(t, ctx, "ask for the upgrade plan",
-				chromedp.Navigate(st.url+"/instances/"+id),
+				nav(st.url+"/instances/"+id),
 				chromedp.WaitVisible(chromedp.CSS("#upgrade-form")),
 				chromedp.SetValue(chromedp.CSS("#upgrade-type"), "h100-80g-sxm"),
 				chromedp.SetValue(chromedp.CSS("#upgrade-count"), "4"),
@@ -93,22 +124,22 @@ func TestCustomerJourney(t *testing.T) {
 
 			// Stop, confirming.
 			run(t, ctx, "stop",
-				chromedp.Navigate(st.url+"/instances/"+id),
+				nav(st.url+"/instances/"+id),
 				chromedp.WaitVisible(chromedp.CSS("#instance-stop")))
 			eval[bool](t, ctx, `(() => { window.confirm = () => true; return true; })()`)
 			run(t, ctx, "click stop", chromedp.Click(chromedp.CSS("#instance-stop")))
 			waitInstance(t, st, acc, id, "stopped", func(d *rental.Detail) bool { return d.Instance.State == gpurent.StateStopped })
 
 			// The bill: this month's statement lists the instance's runs.
-			run(t, ctx, "open the billing page", chromedp.Navigate(st.url+"/billing"), chromedp.WaitVisible(chromedp.CSS("#statement-this-link")))
+			run(t, ctx, "open the billing page", nav(st.url+"/billing"), chromedp.WaitVisible(chromedp.CSS("#statement-this-link")))
 			href := eval[string](t, ctx, `document.getElementById("statement-this-link").getAttribute("href")`)
-			deadline := 0
+			tries := 0
 			for {
-				run(t, ctx, "open the statement", chromedp.Navigate(st.url+href), chromedp.WaitVisible(chromedp.CSS("#statement")))
+				run(t, ctx, "open the statement", nav(st.url+href), chromedp.WaitVisible(chromedp.CSS("#statement")))
 				if ok := eval[bool](t, ctx, `!!document.getElementById("statement-lines") && document.getElementById("statement-lines").textContent.includes("journey")`); ok {
 					break
 				}
-				if deadline++; deadline > 100 {
+				if tries++; tries > 100 {
 					t.Fatalf("the statement never listed the instance: %s", text(t, ctx, "#statement"))
 				}
 				run(t, ctx, "wait", chromedp.Sleep(300e6))

@@ -27,7 +27,7 @@ func TestMarketPage(t *testing.T) {
 		total int
 	}{{"h100-80g-sxm", 4}, {"a100-80g-sxm", 4}, {"rtx4090-24g", 0}}
 	for _, c := range []struct{ lang, title, monthly string }{{"zh", "GPU 市场", "包月"}, {"en", "GPU market", "Monthly"}} {
-		run(t, ctx, "open the market in "+c.lang, chromedp.Navigate(st.url+"/market?lang="+c.lang),
+		run(t, ctx, "open the market in "+c.lang, nav(st.url+"/market?lang="+c.lang),
 			chromedp.WaitVisible(chromedp.CSS("#type-h100-80g-sxm")))
 		if h := text(t, ctx, "h1"); h != c.title {
 			t.Fatalf("%s: title %q, want %q", c.lang, h, c.title)
@@ -95,7 +95,7 @@ func TestMarketPage(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			run(t, ctx, "reload the market", chromedp.Navigate(st.url+"/market?lang=en"),
+			run(t, ctx, "reload the market", nav(st.url+"/market?lang=en"),
 				chromedp.WaitVisible(chromedp.CSS("#type-h100-80g-sxm")))
 			n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#offpeak-h100-80g-sxm").length`))
 			if err != nil {
@@ -126,7 +126,7 @@ func TestMarketPage(t *testing.T) {
 func TestRentForm(t *testing.T) {
 	st := startSite(t)
 	ctx := browser(t)
-	run(t, ctx, "ask for /rent signed out", chromedp.Navigate(st.url+"/rent"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+	run(t, ctx, "ask for /rent signed out", nav(st.url+"/rent"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
 	const email, password = "rent@lab.example", "rent-password-1"
 	acc, err := st.s.Auth.CreateAccount(context.Background(), email, "Rent Lab", password, gpurent.RoleCustomer, 0)
 	if err != nil {
@@ -137,7 +137,7 @@ func TestRentForm(t *testing.T) {
 	}
 	login(t, ctx, st.url, email, password, "en")
 
-	run(t, ctx, "open the seed's preset", chromedp.Navigate(st.url+"/rent?lang=en"),
+	run(t, ctx, "open the seed's preset", nav(st.url+"/rent?lang=en"),
 		chromedp.WaitVisible(chromedp.CSS("#rent-form")), chromedp.Click(chromedp.CSS("#rent-preset-seed")),
 		chromedp.WaitVisible(chromedp.CSS("#rent-seed-note")))
 	for sel, want := range map[string]string{"#rent-gpu": "h100-80g-sxm", "#rent-count": "4", "#rent-hours": "120"} {
@@ -170,7 +170,7 @@ func TestRentForm(t *testing.T) {
 		{"zh", "3", "", "镜像 为必填项"},
 		{"en", "2", "my image", "The image must be an image reference without spaces, at most 255 characters"},
 	} {
-		run(t, ctx, "submit a bad form in "+c.lang, chromedp.Navigate(st.url+"/rent?preset=seed&lang="+c.lang),
+		run(t, ctx, "submit a bad form in "+c.lang, nav(st.url+"/rent?preset=seed&lang="+c.lang),
 			chromedp.WaitVisible(chromedp.CSS("#rent-form")),
 			chromedp.Clear(chromedp.CSS("#rent-count")), chromedp.SendKeys(chromedp.CSS("#rent-count"), c.count),
 			chromedp.SendKeys(chromedp.CSS("#rent-image"), c.image),
@@ -191,7 +191,7 @@ func TestRentForm(t *testing.T) {
 	}
 
 	// The estimate button works without JavaScript: a page load.
-	run(t, ctx, "estimate by the button", chromedp.Navigate(st.url+"/rent?gpu=a100-80g-sxm&lang=en"),
+	run(t, ctx, "estimate by the button", nav(st.url+"/rent?gpu=a100-80g-sxm&lang=en"),
 		chromedp.WaitVisible(chromedp.CSS("#rent-form")),
 		chromedp.Clear(chromedp.CSS("#rent-hours")), chromedp.SendKeys(chromedp.CSS("#rent-hours"), "48"))
 	marketClickLoad(t, ctx, "#rent-estimate")
@@ -200,7 +200,7 @@ func TestRentForm(t *testing.T) {
 	}
 
 	// Rent one A100 on the hourly plan with the test image.
-	run(t, ctx, "rent an A100", chromedp.Navigate(st.url+"/rent?gpu=a100-80g-sxm&lang=en"),
+	run(t, ctx, "rent an A100", nav(st.url+"/rent?gpu=a100-80g-sxm&lang=en"),
 		chromedp.WaitVisible(chromedp.CSS("#rent-form")),
 		chromedp.SendKeys(chromedp.CSS("#rent-image"), st.image),
 		chromedp.SendKeys(chromedp.CSS("#rent-name"), "web-a100"))
@@ -219,7 +219,7 @@ func TestRentForm(t *testing.T) {
 	}
 	// One form sent twice (a double click, a retry) is one rental: the
 	// form carries the idempotency key it was made with.
-	run(t, ctx, "fill another form", chromedp.Navigate(st.url+"/rent?gpu=a100-80g-sxm&lang=en"),
+	run(t, ctx, "fill another form", nav(st.url+"/rent?gpu=a100-80g-sxm&lang=en"),
 		chromedp.WaitVisible(chromedp.CSS("#rent-form")),
 		chromedp.SendKeys(chromedp.CSS("#rent-image"), st.image), chromedp.SendKeys(chromedp.CSS("#rent-name"), "web-a100-b"))
 	urls, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(async () => {
@@ -246,7 +246,7 @@ func TestCalculatorPage(t *testing.T) {
 	st := startSite(t)
 	ctx := browser(t)
 	for _, c := range []struct{ lang, source string }{{"zh", "种子文章"}, {"en", "the seed article"}} {
-		run(t, ctx, "open the calculator in "+c.lang, chromedp.Navigate(st.url+"/calculator?lang="+c.lang),
+		run(t, ctx, "open the calculator in "+c.lang, nav(st.url+"/calculator?lang="+c.lang),
 			chromedp.WaitVisible(chromedp.CSS("#calc-chart")),
 			chromedp.Poll[chromedp.Void](`document.querySelectorAll("#calc-chart polyline").length === 3`))
 		if v, _ := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#calc-gpu-price"))); v != "300000" {
@@ -265,7 +265,7 @@ func TestCalculatorPage(t *testing.T) {
 	}
 	// On a phone: no page wider than the screen, the market's neither.
 	for _, path := range []string{"/calculator?lang=en", "/market?lang=en"} {
-		run(t, ctx, "open "+path+" on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(st.url+path),
+		run(t, ctx, "open "+path+" on a phone", chromedp.EmulateViewport(390, 844), nav(st.url+path),
 			chromedp.WaitVisible(chromedp.CSS("h1")))
 		w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
 		if err != nil || w > 0 {
@@ -273,7 +273,7 @@ func TestCalculatorPage(t *testing.T) {
 		}
 		shot(t, ctx, "phone-"+strings.TrimPrefix(strings.SplitN(path, "?", 2)[0], "/"))
 	}
-	run(t, ctx, "back to a desktop", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(st.url+"/calculator?lang=en"),
+	run(t, ctx, "back to a desktop", chromedp.EmulateViewport(1280, 900), nav(st.url+"/calculator?lang=en"),
 		chromedp.WaitVisible(chromedp.CSS("#calc-chart")))
 
 	// Live: fewer hours a day and a shorter project, recomputed in place.
@@ -286,7 +286,7 @@ func TestCalculatorPage(t *testing.T) {
 	}
 	// Bad input: a message in the page's language, the figures kept.
 	run(t, ctx, "a bad electricity price",
-		chromedp.Navigate(st.url+"/calculator?lang=zh&kwh=cheap"), chromedp.WaitVisible(chromedp.CSS("#form-error")))
+		nav(st.url+"/calculator?lang=zh&kwh=cheap"), chromedp.WaitVisible(chromedp.CSS("#form-error")))
 	if e := text(t, ctx, "#form-error"); e != "电价（元/千瓦时） 须是金额，例如 300000 或 0.8" {
 		t.Fatalf("bad input: %q", e)
 	}

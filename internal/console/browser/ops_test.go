@@ -107,7 +107,7 @@ func TestOpsJourney(t *testing.T) {
 		}
 
 		// The overview.
-		run(t, ctx, "open the overview", chromedp.Navigate(st.url+"/ops?lang="+w.lang), chromedp.WaitVisible(chromedp.CSS("#ops-overview")))
+		run(t, ctx, "open the overview", nav(st.url+"/ops?lang="+w.lang), chromedp.WaitVisible(chromedp.CSS("#ops-overview")))
 		if h := text(t, ctx, "h1"); h != w.overview {
 			t.Fatalf("%s: overview h1 %q, want %q", w.lang, h, w.overview)
 		}
@@ -117,7 +117,7 @@ func TestOpsJourney(t *testing.T) {
 		shot(t, ctx, "ops-overview-"+w.lang)
 
 		// Cordon a host, confirming.
-		run(t, ctx, "open the fleet", chromedp.Navigate(st.url+"/ops/fleet"), chromedp.WaitVisible(chromedp.CSS("#host-"+host.ID)))
+		run(t, ctx, "open the fleet", nav(st.url+"/ops/fleet"), chromedp.WaitVisible(chromedp.CSS("#host-"+host.ID)))
 		if h := text(t, ctx, "h1"); h != w.fleet {
 			t.Fatalf("%s: fleet h1 %q", w.lang, h)
 		}
@@ -169,7 +169,7 @@ func TestOpsJourney(t *testing.T) {
 
 		// A negative price is refused in the page's language and loses
 		// nothing typed; then a new version with other off-peak prices.
-		run(t, ctx, "open the prices", chromedp.Navigate(st.url+"/ops/prices"), chromedp.WaitVisible(chromedp.CSS("#price-form")))
+		run(t, ctx, "open the prices", nav(st.url+"/ops/prices"), chromedp.WaitVisible(chromedp.CSS("#price-form")))
 		if h := text(t, ctx, "h1"); h != w.prices {
 			t.Fatalf("%s: prices h1 %q", w.lang, h)
 		}
@@ -228,7 +228,7 @@ func TestOpsJourney(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run(t, ctx, "open the academic applications", chromedp.Navigate(st.url+"/ops/academic"),
+		run(t, ctx, "open the academic applications", nav(st.url+"/ops/academic"),
 			chromedp.WaitVisible(chromedp.CSS("#academic-"+app.ID)))
 		if h := text(t, ctx, "h1"); h != w.academic {
 			t.Fatalf("%s: academic h1 %q", w.lang, h)
@@ -242,7 +242,7 @@ func TestOpsJourney(t *testing.T) {
 		}
 
 		// Credit the customer: without a reason first.
-		run(t, ctx, "open the accounts", chromedp.Navigate(st.url+"/ops/accounts?q="+email), chromedp.WaitVisible(chromedp.CSS("#account-"+cust.ID)))
+		run(t, ctx, "open the accounts", nav(st.url+"/ops/accounts?q="+email), chromedp.WaitVisible(chromedp.CSS("#account-"+cust.ID)))
 		run(t, ctx, "credit without a reason",
 			chromedp.SetValue(chromedp.CSS("#credit-account"), email),
 			chromedp.SetValue(chromedp.CSS("#credit-amount"), "100"),
@@ -264,8 +264,8 @@ func TestOpsJourney(t *testing.T) {
 		shot(t, ctx, "ops-accounts-"+w.lang)
 
 		// Incidents and revenue.
-		run(t, ctx, "open the incidents", chromedp.Navigate(st.url+"/ops/incidents"), chromedp.WaitVisible(chromedp.CSS("#ops-rma")))
-		run(t, ctx, "open the revenue", chromedp.Navigate(st.url+"/ops/revenue"), chromedp.WaitVisible(chromedp.CSS("#revenue-chart")))
+		run(t, ctx, "open the incidents", nav(st.url+"/ops/incidents"), chromedp.WaitVisible(chromedp.CSS("#ops-rma")))
+		run(t, ctx, "open the revenue", nav(st.url+"/ops/revenue"), chromedp.WaitVisible(chromedp.CSS("#revenue-chart")))
 		lines, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#revenue-chart polyline, #util-chart polyline").length`))
 		if err != nil || lines < 3 { // total + H100 + A100 utilization, at least
 			t.Fatalf("%s: %d chart lines drawn (%v)", w.lang, lines, err)
@@ -283,12 +283,12 @@ func TestOpsHiddenFromCustomers(t *testing.T) {
 	ctx := browser(t)
 	signup(t, ctx, st.url, "curious@lab.example", "Curious", "curious-password-1", "en")
 	for _, path := range []string{"/ops", "/ops/fleet", "/ops/prices", "/ops/academic", "/ops/accounts", "/ops/incidents", "/ops/revenue"} {
-		run(t, ctx, "open "+path, chromedp.Navigate(st.url+path), chromedp.WaitVisible(chromedp.CSS("#error-title")))
+		run(t, ctx, "open "+path, nav(st.url+path), chromedp.WaitVisible(chromedp.CSS("#error-title")))
 		if got := text(t, ctx, "#error-title"); got != "Page not found" {
 			t.Fatalf("%s as a customer: %q", path, got)
 		}
 	}
-	run(t, ctx, "Chinese", chromedp.Navigate(st.url+"/ops?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#error-title")))
+	run(t, ctx, "Chinese", nav(st.url+"/ops?lang=zh"), chromedp.WaitVisible(chromedp.CSS("#error-title")))
 	if got := text(t, ctx, "#error-title"); got != "页面不存在" {
 		t.Fatalf("/ops as a customer, in Chinese: %q", got)
 	}

@@ -181,10 +181,19 @@ func TestGPUFaultClasses(t *testing.T) {
 					t.Fatalf("incidents %+v for an informational event", incs)
 				}
 			} else {
-				eventually(t, "an incident on the instance", func() bool { return len(f.incidentsOf(in.ID)) > 0 })
-				inc := f.incidentsOf(in.ID)[0].Incident
-				if inc.Class != c.class || inc.Attribution != c.attr {
-					t.Fatalf("incident %s/%s, want %s/%s: %s", inc.Class, inc.Attribution, c.class, c.attr, inc.Cause)
+				// The faults may reach the control plane in two reports: the
+				// first opens the incident, the second escalates it in place.
+				var inc gpurent.Incident
+				eventually(t, "the instance's incident of class "+string(c.class), func() bool {
+					incs := f.incidentsOf(in.ID)
+					if len(incs) == 0 {
+						return false
+					}
+					inc = incs[0].Incident
+					return inc.Class == c.class
+				})
+				if incs := f.incidentsOf(in.ID); len(incs) != 1 || inc.Attribution != c.attr {
+					t.Fatalf("incidents %d, %s/%s, want one %s/%s: %s", len(incs), inc.Class, inc.Attribution, c.class, c.attr, inc.Cause)
 				}
 			}
 			if h := f.gpuHealth(gpuID); h != c.gpu {

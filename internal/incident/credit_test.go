@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,7 +206,8 @@ func TestCreditOnceAndCapped(t *testing.T) {
 
 // TestBurstAcrossReports: Xid 48 in one report and Xid 63 in the next are
 // one burst: the second makes it drain+reset, and the incident the first
-// opened is the same fault, not an earlier one to escalate to RMA.
+// opened is the same fault, escalated in place (one fault, one incident,
+// one credit), not an earlier one to escalate to RMA.
 func TestBurstAcrossReports(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
@@ -229,7 +231,18 @@ func TestBurstAcrossReports(t *testing.T) {
 	for _, in := range incs {
 		classes = append(classes, in.Class)
 	}
-	if len(incs) != 2 || incs[0].Class != gpurent.FaultDrainReset || incs[1].Class != gpurent.FaultReset {
-		t.Fatalf("incidents %v, want drain_reset after reset (newest first), no RMA", classes)
+	if len(incs) != 1 || incs[0].Class != gpurent.FaultDrainReset {
+		t.Fatalf("incidents %v, want one, escalated to drain_reset (no second incident, no RMA)", classes)
+	}
+	entries, err := w.st.ListIncidentEntries(ctx, incs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escalated := false
+	for _, e := range entries {
+		escalated = escalated || strings.HasPrefix(e.Message, "escalated from reset")
+	}
+	if !escalated {
+		t.Fatalf("the timeline does not say it was escalated: %+v", entries)
 	}
 }

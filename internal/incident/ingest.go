@@ -283,9 +283,37 @@ func (s *Service) actOnInstance(ctx context.Context, host *gpurent.Host, gpuID, 
 		v.Cause, gpuID, in.ID, op.ID))
 }
 
-// open writes an incident and its first entry.
+// open writes an incident and its first entry. When the same fault (a
+// burst whose first events came in an earlier report) already opened an
+// incident on the same instance or idle GPU and the burst now classes
+// worse, that incident is escalated in place, so that one fault is one
+// incident, credited once.
 func (s *Service) open(ctx context.Context, inc *gpurent.Incident, first string) error {
 	now := s.now()
+	if inc.EndedAt == nil {
+		f := gpurent.IncidentFilter{InstanceID: inc.InstanceID, OpenOnly: true}
+		if inc.InstanceID == "" {
+			f = gpurent.IncidentFilter{GPUID: inc.GPUID, OpenOnly: true}
+		}
+		open, err := s.store.ListIncidents(ctx, f)
+		if err != nil {
+			return err
+		}
+		for i := range open {
+			old := &open[i]
+			if old.HostID != inc.HostID || old.GPUID != inc.GPUID || !old.StartedAt.Equal(inc.StartedAt) ||
+				old.InstanceID != inc.InstanceID || old.Attribution == gpurent.AttrTenant {
+				continue
+			}
+			from := old.Class
+			old.Class, old.Attribution, old.Cause, old.UpdatedAt = inc.Class, inc.Attribution, inc.Cause, now
+			if err := s.store.UpdateIncident(ctx, old); err != nil {
+				return err
+			}
+			*inc = *old
+			return s.entry(ctx, inc.ID, "detected", fmt.Sprintf("escalated from %s: %s", from, first))
+		}
+	}
 	inc.State = gpurent.IncidentOpen
 	if inc.EndedAt != nil {
 		inc.State = gpurent.IncidentResolved

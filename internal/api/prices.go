@@ -14,7 +14,8 @@ import (
 // maxQuoteHours bounds a quote: one leap year.
 const maxQuoteHours = 366 * 24
 
-// handleQuote answers GET /api/v1/price?gpu_type=T&count=N&hours=H[&start=RFC3339].
+// handleQuote answers GET /api/v1/price?gpu_type=T&count=N&hours=H[&start=RFC3339][&price_permille=P]
+// (P: the share of the list price of GPUs listed as degraded).
 // It is public: anyone may see what a rental costs before signing up.
 func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -33,7 +34,12 @@ func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	req.Count, req.Duration = count, time.Duration(hours)*time.Hour
+	share, err := queryInt(q.Get("price_permille"), "price_permille", 0, 0, 1000)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	req.Count, req.Duration, req.PricePermille = count, time.Duration(hours)*time.Hour, share
 	if v := q.Get("start"); v != "" {
 		if req.Start, err = time.Parse(time.RFC3339, v); err != nil {
 			s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "start must be an RFC 3339 time, e.g. 2026-12-01T09:00:00+08:00"))
@@ -70,7 +76,7 @@ func queryInt(v, name string, def, lo, hi int) (int, error) {
 
 func quoteView(q *billing.Quotes) apiv1.Quote {
 	return apiv1.Quote{
-		GPUType: q.List.TypeID, GPUCount: q.List.GPUCount, Start: q.List.Start, End: q.List.End,
+		GPUType: q.List.TypeID, GPUCount: q.List.GPUCount, Start: q.List.Start, End: q.List.End, PricePermille: q.List.PricePermille,
 		TimeZone: rating.BillingZone, OffPeak: q.Rule.String(),
 		List: quotePlanView(q.List), Academic: quotePlanView(q.Academic), AcademicApplies: q.AcademicApplies,
 	}

@@ -80,3 +80,15 @@ func TestPricesRoutes(t *testing.T) {
 		t.Errorf("after the change: %+v", list)
 	}
 }
+
+func TestQuoteDegradedShareParameter(t *testing.T) {
+	e := newEnv(t)
+	full := decode[apiv1.Quote](t, e.do(req{method: "GET", path: "/api/v1/price?gpu_type=h100-80g-sxm&count=2&hours=1&start=2026-12-01T09:00:00%2B08:00"}), http.StatusOK)
+	share := decode[apiv1.Quote](t, e.do(req{method: "GET", path: "/api/v1/price?gpu_type=h100-80g-sxm&count=2&hours=1&start=2026-12-01T09:00:00%2B08:00&price_permille=850"}), http.StatusOK)
+	if share.PricePermille != 850 || full.PricePermille != 0 || share.List.HourlyFen >= full.List.HourlyFen || len(share.List.Packages) != 0 {
+		t.Fatalf("full %d fen, at 850‰ %d fen (%d‰, %d packages)", full.List.HourlyFen, share.List.HourlyFen, share.PricePermille, len(share.List.Packages))
+	}
+	for _, bad := range []string{"1001", "-1", "x"} {
+		problem(t, e.do(req{method: "GET", path: "/api/v1/price?gpu_type=h100-80g-sxm&count=1&hours=1&price_permille=" + bad}), http.StatusBadRequest, gpurent.CodeInvalid)
+	}
+}

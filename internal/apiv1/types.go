@@ -275,6 +275,9 @@ type Quote struct {
 	Academic QuotePlan `json:"academic"`
 	// AcademicApplies says the caller is a verified academic account.
 	AcademicApplies bool `json:"academic_applies"`
+	// PricePermille is the share of the list price the quote is at (GPUs
+	// listed as degraded; hourly only); absent at the full price.
+	PricePermille int `json:"price_permille,omitempty"`
 }
 
 // PriceVersion is one version of the price list. PriceList is the price

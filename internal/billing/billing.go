@@ -172,6 +172,9 @@ type QuoteRequest struct {
 	Count    int
 	Start    time.Time // zero: now
 	Duration time.Duration
+	// PricePermille prices GPUs listed as degraded at this share of the
+	// list price (permille; 0 or 1000: the full price).
+	PricePermille int
 }
 
 // Quotes are a quote at list prices and, beside it, at academic prices.
@@ -208,11 +211,14 @@ func (s *Service) Quote(ctx context.Context, acc *gpurent.Account, r QuoteReques
 	if err != nil {
 		return nil, err
 	}
-	list, err := rating.Quote(b, r.TypeID, r.Count, r.Start, r.Duration, false)
+	if r.PricePermille < 0 || r.PricePermille > 1000 {
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "price_permille must be 0 (full price) to 1000, got %d", r.PricePermille)
+	}
+	list, err := rating.QuoteShare(b, r.TypeID, r.Count, r.Start, r.Duration, false, r.PricePermille)
 	if err != nil {
 		return nil, err
 	}
-	academic, err := rating.Quote(b, r.TypeID, r.Count, r.Start, r.Duration, true)
+	academic, err := rating.QuoteShare(b, r.TypeID, r.Count, r.Start, r.Duration, true, r.PricePermille)
 	if err != nil {
 		return nil, err
 	}

@@ -214,3 +214,33 @@ func FuzzDecodeVersion(f *testing.F) {
 		}
 	})
 }
+
+// A quote of GPUs listed as degraded: an hour of 2 × H100 at peak (3,473
+// fen/GPU-h) at 850‰ is 2 × 3,473 × 0.85 = 5,904.1 → 5,904 fen; hourly
+// only, so no package is offered.
+func TestQuoteDegradedShare(t *testing.T) {
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, shanghai)
+	s, _ := newService(t, start.Add(-time.Hour))
+	q, err := s.Quote(context.Background(), nil, billing.QuoteRequest{TypeID: "h100-80g-sxm", Count: 2, Start: start,
+		Duration: time.Hour, PricePermille: 850})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.List.HourlyFen != 5_904 || q.List.PricePermille != 850 || len(q.List.Packages) != 0 {
+		t.Fatalf("degraded quote: %d fen at %d‰ with %d packages; want 5904 at 850 with none",
+			q.List.HourlyFen, q.List.PricePermille, len(q.List.Packages))
+	}
+	full, err := s.Quote(context.Background(), nil, billing.QuoteRequest{TypeID: "h100-80g-sxm", Count: 2, Start: start, Duration: time.Hour})
+	if err != nil || full.List.HourlyFen != 6_946 {
+		t.Fatalf("full price: %+v %v", full.List.HourlyFen, err)
+	}
+	for name, r := range map[string]billing.QuoteRequest{
+		"share above 1000": {TypeID: "h100-80g-sxm", Count: 1, Duration: time.Hour, PricePermille: 1001},
+		"negative share":   {TypeID: "h100-80g-sxm", Count: 1, Duration: time.Hour, PricePermille: -1},
+		"share of no GPU":  {TypeID: "h100-80g-sxm", Count: 0, Duration: time.Hour, PricePermille: 850},
+	} {
+		if _, err := s.Quote(context.Background(), nil, r); !gpurent.IsCode(err, gpurent.CodeInvalid) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
+}

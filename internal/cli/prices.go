@@ -21,11 +21,13 @@ func (a *app) priceCmd() *cobra.Command {
 		cn    conn
 		req   client.QuoteRequest
 		start string
+		share float64
 	)
 	cmd := &cobra.Command{
 		Use:   "price",
 		Short: "What a rental costs: peak and off-peak pieces, packages, academic price",
 		Example: "  gpurent price --gpu h100-80g-sxm --count 4 --hours 120\n" +
+			"  gpurent price --gpu h100-80g-sxm --count 2 --hours 24 --degraded 85   # degraded listing at 85%\n" +
 			"  gpurent price --gpu rtx4090-24g --hours 8 --start 2026-12-05T22:00",
 		Args: argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,6 +42,12 @@ func (a *app) priceCmd() *cobra.Command {
 				if req.Start, err = parseStart(start); err != nil {
 					return usageError{err: err}
 				}
+			}
+			if cmd.Flags().Changed("degraded") {
+				if !(share > 0 && share < 100) || share*10 != float64(int(share*10)) {
+					return usageError{err: fmt.Errorf("--degraded is the listing's share of the price in percent, above 0 and below 100 with at most one decimal, like 85 or 87.5; got %v", share)}
+				}
+				req.PricePermille = int(share * 10)
 			}
 			c, err := a.connect(cmd, &cn)
 			if err != nil {
@@ -60,6 +68,7 @@ func (a *app) priceCmd() *cobra.Command {
 	f.IntVar(&req.Count, "count", 1, "GPUs (0: no-GPU mode)")
 	f.IntVar(&req.Hours, "hours", 1, "planned duration in hours")
 	f.StringVar(&start, "start", "", "start time, RFC 3339 or YYYY-MM-DDTHH:MM in Asia/Shanghai (default: now)")
+	f.Float64Var(&share, "degraded", 0, "price GPUs listed as degraded at this share of the price, in percent (see `gpurent gpus`), hourly only")
 	cn.addFlags(cmd, true)
 	return cmd
 }
@@ -87,7 +96,12 @@ func (a *app) printQuote(cmd *cobra.Command, q apiv1.Quote) error {
 	}
 	fmt.Fprintf(w, "%d × %s from %s to %s (%s)\n", q.GPUCount, q.GPUType,
 		q.Start.In(loc).Format("2006-01-02 15:04 Mon"), q.End.In(loc).Format("2006-01-02 15:04 Mon"), q.TimeZone)
-	fmt.Fprintf(w, "Off-peak: %s\n\n", q.OffPeak)
+	fmt.Fprintf(w, "Off-peak: %s\n", q.OffPeak)
+	if q.PricePermille > 0 {
+		fmt.Fprintf(w, "Degraded listing: %d.%d%% of the list price, hourly only (gpurent rent --degraded)\n",
+			q.PricePermille/10, q.PricePermille%10)
+	}
+	fmt.Fprintln(w)
 	printPlan := func(title string, p apiv1.QuotePlan) error {
 		fmt.Fprintln(w, title)
 		t := newTable(w, "  WINDOW", "HOURS", "RATE/UNIT-HOUR", "UNITS", "AMOUNT")

@@ -16,6 +16,9 @@ type QuoteRequest struct {
 	Count   int
 	Hours   int
 	Start   time.Time // zero: now
+	// PricePermille quotes GPUs listed as degraded at this share of the
+	// list price (0: the full price).
+	PricePermille int
 }
 
 // Quote prices a planned rental (public: no token needed).
@@ -23,6 +26,9 @@ func (c *Client) Quote(ctx context.Context, r QuoteRequest) (apiv1.Quote, error)
 	q := url.Values{"gpu_type": {r.GPUType}, "count": {strconv.Itoa(r.Count)}, "hours": {strconv.Itoa(r.Hours)}}
 	if !r.Start.IsZero() {
 		q.Set("start", r.Start.Format(time.RFC3339))
+	}
+	if r.PricePermille > 0 {
+		q.Set("price_permille", strconv.Itoa(r.PricePermille))
 	}
 	var out apiv1.Quote
 	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/price?" + q.Encode()}, &out)

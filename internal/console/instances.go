@@ -36,6 +36,18 @@ func (s *Server) instanceRoutes() []route {
 // instanceMessages are the dashboard's and the instance pages' messages.
 func instanceMessages() map[string]pair {
 	return map[string]pair{
+		"instance.op.kind.upgrade":       {"升降配", "upgrade"},
+		"instance.op.kind.migrate":       {"迁移", "migrate"},
+		"instance.op.kind.start":         {"换机启动", "start elsewhere"},
+		"instance.op.kind.failover":      {"故障转移", "failover"},
+		"instance.op.step.queued":        {"排队中", "queued"},
+		"instance.op.step.copying":       {"复制数据中", "copying"},
+		"instance.op.step.final":         {"最后一轮复制", "final copy"},
+		"instance.op.step.starting":      {"启动中", "starting"},
+		"instance.op.step.cleanup":       {"清理中", "cleaning up"},
+		"instance.op.step.rolling_back":  {"回滚中", "rolling back"},
+		"instance.op.step.done":          {"完成", "done"},
+		"instance.op.step.rolled_back":   {"已回滚", "rolled back"},
 		"instance.verify_state.queued":   {"排队中", "queued"},
 		"instance.verify_state.running":  {"运行中", "running"},
 		"instance.verify_state.done":     {"已完成", "done"},

@@ -35,7 +35,7 @@ func (s *Server) marketRoutes() []route {
 		route{"GET /market", public, cached(s.market)},
 		route{"GET /rent", customer, cached(s.rentPage)},
 		route{"POST /rent", customer, cached(s.rentSubmit)},
-		route{"GET /rent/estimate", public, s.rentEstimate},
+		route{"GET /rent/estimate", public, cached(s.rentEstimate)},
 		route{"GET /calculator", public, s.calculator},
 		route{"GET /calculator.json", public, s.calculatorJSON},
 	)

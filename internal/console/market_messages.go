@@ -80,7 +80,7 @@ func marketMessages() map[string]pair {
 		"rent.name":            {"名称（可选）", "Name (optional)"},
 		"rent.name_hint":       {"例如 llama-finetune", "e.g. llama-finetune"},
 		"rent.degraded":        {"租用降级挂牌的卡（实测偏慢，按比例降价，仅按量计费）", "Rent GPUs listed as degraded (measured slower, priced down in proportion; hourly plan only)"},
-		"rent.degraded_hint":   {"降级卡的价格比例见市场页和透明报告。", "Degraded GPUs' price shares are on the market page and the transparency report."},
+		"rent.degraded_hint":   {"勾选后，估算按当前空闲降级卡中最高的价格比例计算（即最多花费）；各卡的比例见市场页和透明报告。", "Checked, the estimate is at the highest price share among the free degraded GPUs (what it costs at most); each card's share is on the market page and the transparency report."},
 		"rent.hours":           {"估算时长（小时）", "Duration to estimate (hours)"},
 		"rent.submit":          {"立即租用", "Rent now"},
 		"rent.estimate":        {"估算费用", "Estimate"},

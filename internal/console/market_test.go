@@ -243,3 +243,23 @@ func sameVerbs(a, b []string) bool {
 	}
 	return true
 }
+
+func TestRentDegradedShare(t *testing.T) {
+	types := []marketType{
+		{Type: gpurent.GPUType{ID: "h100-80g-sxm"}, Zones: []marketZone{
+			{ID: "a", Degraded: 2, DegradedMinPermil: 850, DegradedMaxPermil: 880},
+			{ID: "b", Degraded: 0, DegradedMaxPermil: 990}, // none free there: not counted
+			{ID: "c", Degraded: 1, DegradedMinPermil: 860, DegradedMaxPermil: 860},
+		}},
+		{Type: gpurent.GPUType{ID: "a100-80g-sxm"}},
+	}
+	if got := rentDegradedShare(types, "h100-80g-sxm"); got != 880 {
+		t.Errorf("H100: %d, want the highest free share 880", got)
+	}
+	if got := rentDegradedShare(types, "a100-80g-sxm"); got != 0 {
+		t.Errorf("A100 with no degraded GPU: %d, want 0 (full price)", got)
+	}
+	if got := rentDegradedShare(types, "rtx4090-24g"); got != 0 {
+		t.Errorf("unknown type: %d", got)
+	}
+}

@@ -56,6 +56,16 @@ func (p *Page) HTMLLang() string {
 	return "zh-CN"
 }
 
+// Word is a service's word (an operation's kind or step, a state) in the
+// page's language: the message prefix+word when there is one, else the
+// word as the service said it.
+func (p *Page) Word(prefix, word string) string {
+	if key := prefix + word; p.s.msgs.has(key) {
+		return p.T(key)
+	}
+	return word
+}
+
 // Probe is a benchmark probe's name in the page's language.
 func (p *Page) Probe(probe string) string { return transparency.ProbeLabel(probe, p.Lang) }
 

@@ -135,6 +135,9 @@ func (s *Server) rentShow(w http.ResponseWriter, r *http.Request, p *Page, fleet
 		d.Texts[id] = "—"
 	}
 	in, msg := rentEstimateInput(p, f.GPU, f.Count, f.Plan, f.Hours)
+	if f.Degraded {
+		in.Share = rentDegradedShare(types, in.TypeID)
+	}
 	if msg == "" {
 		e, err := s.rentQuote(p, in)
 		switch {
@@ -295,6 +298,27 @@ type rentEstimateIn struct {
 	Count  int
 	Plan   gpurent.Plan
 	Hours  int
+	// Share prices a degraded listing: the highest share of the list
+	// price among the type's free degraded GPUs (permille; 0: full
+	// price), so the estimate is what it costs at most.
+	Share int
+}
+
+// rentDegradedShare is the highest price share among the free GPUs of
+// typeID listed as degraded, 0 when none is free.
+func rentDegradedShare(types []marketType, typeID string) int {
+	share := 0
+	for _, t := range types {
+		if t.Type.ID != typeID {
+			continue
+		}
+		for _, z := range t.Zones {
+			if z.Degraded > 0 {
+				share = max(share, z.DegradedMaxPermil)
+			}
+		}
+	}
+	return share
 }
 
 // rentEstimateInput checks an estimate's parameters; msg says what is
@@ -374,7 +398,7 @@ func (e *rentEstimate) Pays() rentPrice {
 // rentQuote asks the billing service, as the API's quote does.
 func (s *Server) rentQuote(p *Page, in rentEstimateIn) (*rentEstimate, error) {
 	q, err := s.cfg.Billing.Quote(p.ctx(), p.Account, billing.QuoteRequest{TypeID: in.TypeID, Count: in.Count,
-		Duration: time.Duration(in.Hours) * time.Hour})
+		Duration: time.Duration(in.Hours) * time.Hour, PricePermille: in.Share})
 	if err != nil {
 		return nil, err
 	}
@@ -491,7 +515,7 @@ type rentEstimateJSON struct {
 // rentEstimate answers GET /rent/estimate?gpu=&count=&plan=&hours=: the
 // list price figures (or, for a verified academic viewer, the academic
 // ones it pays) and the page's texts.
-func (s *Server) rentEstimate(w http.ResponseWriter, r *http.Request, p *Page) {
+func (s *Server) rentEstimate(w http.ResponseWriter, r *http.Request, p *Page, fleet *marketCache) {
 	q := r.URL.Query()
 	write := func(status int, v rentEstimateJSON) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -503,6 +527,14 @@ func (s *Server) rentEstimate(w http.ResponseWriter, r *http.Request, p *Page) {
 	if msg != "" {
 		write(http.StatusBadRequest, rentEstimateJSON{Error: msg})
 		return
+	}
+	if q.Get("degraded") != "" {
+		types, _, err := fleet.get(p.ctx(), s.marketTypes)
+		if err != nil {
+			write(http.StatusServiceUnavailable, rentEstimateJSON{Error: p.ErrText(err)})
+			return
+		}
+		in.Share = rentDegradedShare(types, in.TypeID)
 	}
 	e, err := s.rentQuote(p, in)
 	if err != nil {

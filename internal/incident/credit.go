@@ -57,15 +57,28 @@ func (s *Service) credit(ctx context.Context) error {
 }
 
 // settled reports whether the runs of the instance that ended by the
-// incident's end are debited in full: the month's charges, which cap the
-// credit, then include them.
+// incident's end are debited in full, those whose allocation ended
+// included even before their end is reported: the month's charges, which
+// cap the credit, then include them.
 func (s *Service) settled(ctx context.Context, inc *gpurent.Incident) (bool, error) {
 	runs, err := s.store.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: inc.InstanceID, UnsettledOnly: true})
 	if err != nil {
 		return false, err
 	}
 	for _, r := range runs {
-		if r.EndedAt != nil && r.StartedAt.Before(*inc.EndedAt) {
+		if !r.StartedAt.Before(*inc.EndedAt) {
+			continue
+		}
+		if r.EndedAt != nil {
+			return false, nil // ended, its last debit not posted yet
+		}
+		// Still open, but on an allocation that ended (the GPUs a failover
+		// left): its end is on its way in the agent's next report.
+		a, err := s.store.AllocationByID(ctx, r.AllocationID)
+		if err != nil && !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return false, err
+		}
+		if err == nil && a.EndedAt != nil {
 			return false, nil
 		}
 	}

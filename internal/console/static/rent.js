@@ -12,6 +12,7 @@
   function update() {
     var q = new URLSearchParams();
     ["gpu", "count", "plan", "hours"].forEach(function (n) { q.set(n, form.elements[n].value); });
+    if (form.elements.degraded && form.elements.degraded.checked) q.set("degraded", "1");
     var mine = ++seq;
     fetch(box.getAttribute("data-estimate") + "?" + q.toString(), { cache: "no-store", credentials: "same-origin" })
       .then(function (r) { return r.json(); })
@@ -36,7 +37,7 @@
     if (timer) clearTimeout(timer);
     timer = setTimeout(update, 250);
   }
-  ["rent-gpu", "rent-count", "rent-plan", "rent-hours"].forEach(function (id) {
+  ["rent-gpu", "rent-count", "rent-plan", "rent-hours", "rent-degraded"].forEach(function (id) {
     var el = document.getElementById(id);
     if (!el) return;
     el.addEventListener("input", later);

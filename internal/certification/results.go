@@ -267,7 +267,7 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 		}
 		if len(failing) > 0 && !isVerifyRerun(j) {
 			// The same suite again at once, on the same instance.
-			out.next = &gpurent.BenchJob{HostID: j.HostID, GPUIDs: slices.Clone(j.GPUIDs), GPUType: j.GPUType,
+			out.next = &gpurent.BenchJob{CreatedAt: s.now(), HostID: j.HostID, GPUIDs: slices.Clone(j.GPUIDs), GPUType: j.GPUType,
 				Reason: gpurent.BenchVerify, Tier: j.Tier, InstanceID: j.InstanceID, AccountID: j.AccountID,
 				RequestedBy: verifyRerunBy}
 		}
@@ -312,7 +312,7 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 		out.certs = append(out.certs, c)
 	}
 	if len(rerun) > 0 {
-		out.next = &gpurent.BenchJob{HostID: j.HostID, GPUIDs: rerun, GPUType: j.GPUType, Reason: gpurent.BenchRerun, Tier: j.Tier}
+		out.next = &gpurent.BenchJob{CreatedAt: s.now(), HostID: j.HostID, GPUIDs: rerun, GPUType: j.GPUType, Reason: gpurent.BenchRerun, Tier: j.Tier}
 	}
 	return out, nil
 }

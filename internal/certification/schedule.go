@@ -89,7 +89,7 @@ func (s *Service) Tick(ctx context.Context) error {
 				continue
 			}
 			for _, group := range byType(gpus) {
-				j := &gpurent.BenchJob{HostID: h.ID, GPUIDs: ids(group), GPUType: group[0].TypeID, Reason: reason, Tier: settings.Tier}
+				j := &gpurent.BenchJob{CreatedAt: s.now(), HostID: h.ID, GPUIDs: ids(group), GPUType: group[0].TypeID, Reason: reason, Tier: settings.Tier}
 				if err := s.store.CreateBenchJob(ctx, j); err != nil {
 					if gpurent.IsCode(err, gpurent.CodeConflict) {
 						continue // rented meanwhile: the next tick looks again
@@ -218,7 +218,7 @@ func (s *Service) RunNow(ctx context.Context, acc *gpurent.Account, req RunReque
 			pick = append(pick, g)
 		}
 		for _, group := range byType(pick) {
-			j := &gpurent.BenchJob{HostID: h.ID, GPUIDs: ids(group), GPUType: group[0].TypeID, Reason: gpurent.BenchManual,
+			j := &gpurent.BenchJob{CreatedAt: s.now(), HostID: h.ID, GPUIDs: ids(group), GPUType: group[0].TypeID, Reason: gpurent.BenchManual,
 				Tier: tier, RequestedBy: acc.ID}
 			if err := s.store.CreateBenchJob(ctx, j); err != nil {
 				if gpurent.IsCode(err, gpurent.CodeConflict) {
@@ -292,7 +292,7 @@ func (s *Service) Verify(ctx context.Context, acc *gpurent.Account, instanceID, 
 	if len(open) > 0 {
 		return nil, gpurent.Errorf(gpurent.CodeConflict, "a verify run (%s) is already %s on this instance", open[0].ID, open[0].State)
 	}
-	j := &gpurent.BenchJob{HostID: in.HostID, GPUIDs: slices.Clone(in.GPUIDs), GPUType: in.TypeID, Reason: gpurent.BenchVerify,
+	j := &gpurent.BenchJob{CreatedAt: s.now(), HostID: in.HostID, GPUIDs: slices.Clone(in.GPUIDs), GPUType: in.TypeID, Reason: gpurent.BenchVerify,
 		Tier: tier, InstanceID: in.ID, AccountID: in.AccountID, RequestedBy: acc.ID}
 	if err := s.store.CreateBenchJob(ctx, j); err != nil {
 		return nil, err
@@ -335,7 +335,7 @@ func (s *Service) Relist(ctx context.Context, hostID, gpuID, by string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	j := &gpurent.BenchJob{HostID: hostID, GPUIDs: []string{gpuID}, GPUType: g.TypeID, Reason: reason, Tier: st.Tier, RequestedBy: by}
+	j := &gpurent.BenchJob{CreatedAt: s.now(), HostID: hostID, GPUIDs: []string{gpuID}, GPUType: g.TypeID, Reason: reason, Tier: st.Tier, RequestedBy: by}
 	if err := s.store.CreateBenchJob(ctx, j); err != nil {
 		if gpurent.IsCode(err, gpurent.CodeConflict) {
 			return false, nil

@@ -66,6 +66,7 @@ func TestInjectedGPUFaultsReachTheReport(t *testing.T) {
 	}
 
 	u1, u3, u5 := fake.UUID(hostName, 1), fake.UUID(hostName, 3), fake.UUID(hostName, 5)
+	waitWatching(t, h.gpus)
 	h.gpus.InjectXid(u1, 13, "pid=4242, name=python3, Graphics SM Warp Exception")
 	h.gpus.InjectECC(u3, true)
 	h.gpus.InjectRecoveryAction(u3, "Drain and Reset")
@@ -141,6 +142,7 @@ func TestHealthEventsSurviveARestartUntilAcked(t *testing.T) {
 	// that carries it.
 	ag := h.startWith(h.healthConfig())
 	cp.waitReport("the first report", 0, func(agentproto.Report) bool { return true })
+	waitWatching(t, h.gpus)
 	h.gpus.InjectXid(u, 79, "GPU has fallen off the bus.")
 	rep := cp.waitReport("the Xid", 0, func(rep agentproto.Report) bool { return len(rep.Health) > 0 })
 	id := rep.Health[0].ID
@@ -197,6 +199,7 @@ func TestKernelLogXidsAreMappedAndDeduped(t *testing.T) {
 
 	// The fake's bus ids: GPU i sits at 00000000:<i+1>:00.0.
 	u1, u2 := fake.UUID(hostName, 1), fake.UUID(hostName, 2)
+	waitWatching(t, h.gpus)
 	h.gpus.InjectXid(u1, 48, "DBE")
 	cp.waitReport("the driver's Xid 48", 0, func(rep agentproto.Report) bool { return len(rep.Health) == 1 })
 	f, err := os.OpenFile(klog, os.O_APPEND|os.O_WRONLY, 0)
@@ -290,5 +293,16 @@ func TestHealthJournalIsBounded(t *testing.T) {
 	}
 	if _, err := openHealth(dir); err == nil {
 		t.Fatal("a corrupt journal opened without an error")
+	}
+}
+
+// waitWatching waits until the agent subscribes to the GPUs' events (as it
+// starts): an event injected before that is seen by nobody.
+func waitWatching(t *testing.T, p *fake.Provider) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); p.Watchers() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never watched the GPUs' events")
+		}
 	}
 }

@@ -276,3 +276,11 @@ func (p *Provider) Samples(ctx context.Context) ([]gpu.Sample, error) {
 	}
 	return out, nil
 }
+
+// Watchers is how many Events subscriptions are open: a test injects an
+// event once the agent watches, so that it is not dropped unseen.
+func (p *Provider) Watchers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.subs)
+}

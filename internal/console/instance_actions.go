@@ -31,8 +31,12 @@ func instanceURL(id, done string) string {
 // actionFailed answers an action the service refused: the instance page
 // again with the error above it (not found and the rest: the error page).
 func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, p *Page, err error, form func(*instanceData)) {
-	status, ok := actionStatus(err)
-	if !ok {
+	// The codes a customer can act on show the page again with the error;
+	// the rest (not found, internal) are the error page.
+	status := statusOf(err)
+	switch gpurent.ErrorCode(err) {
+	case gpurent.CodeInvalid, gpurent.CodeConflict, gpurent.CodePaymentRequired, gpurent.CodeUnavailable:
+	default:
 		s.fail(w, r, p, err)
 		return
 	}

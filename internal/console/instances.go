@@ -1,7 +1,6 @@
 package console
 
 import (
-	"net/http"
 	"strconv"
 	"time"
 
@@ -270,21 +269,4 @@ func (p *Page) durationText(seconds int64) string {
 		return p.T("dur.m", int(d/time.Minute))
 	}
 	return p.T("dur.s", max(seconds, 0))
-}
-
-// actionStatus is the status a form answers a service error with, when the
-// page is shown again with the error: the codes a customer can act on.
-// Any other code gets the error page (s.fail).
-func actionStatus(err error) (int, bool) {
-	switch gpurent.ErrorCode(err) {
-	case gpurent.CodeInvalid:
-		return http.StatusBadRequest, true
-	case gpurent.CodeConflict:
-		return http.StatusConflict, true
-	case gpurent.CodePaymentRequired:
-		return http.StatusPaymentRequired, true
-	case gpurent.CodeUnavailable:
-		return http.StatusServiceUnavailable, true
-	}
-	return 0, false
 }

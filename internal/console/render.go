@@ -203,10 +203,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request, p *Page) {
 // fail answers a service error with the page of its code, in the page's
 // language, with the service's detail beneath.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, p *Page, err error) {
-	code := gpurent.ErrorCode(err)
-	status := map[gpurent.Code]int{gpurent.CodeInvalid: 400, gpurent.CodeNotFound: 404, gpurent.CodeConflict: 409,
-		gpurent.CodeUnauthorized: 401, gpurent.CodeForbidden: 404, gpurent.CodePaymentRequired: 402,
-		gpurent.CodeUnavailable: 503}[code]
+	status := statusOf(err)
 	if status == 0 {
 		status = http.StatusInternalServerError
 		s.log.Error("console: request failed", "path", r.URL.Path, "err", err)
@@ -216,6 +213,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, p *Page, err error
 		return
 	}
 	s.renderStatus(w, r, p, status, "error", errorData{Title: p.ErrText(err), Detail: detailOf(err)})
+}
+
+// statusOf is the HTTP status a page answers a service error with: 404
+// for forbidden too (another account's things are not found); 0 for an
+// internal error.
+func statusOf(err error) int {
+	return map[gpurent.Code]int{gpurent.CodeInvalid: 400, gpurent.CodeNotFound: 404, gpurent.CodeConflict: 409,
+		gpurent.CodeUnauthorized: 401, gpurent.CodeForbidden: 404, gpurent.CodePaymentRequired: 402,
+		gpurent.CodeUnavailable: 503}[gpurent.ErrorCode(err)]
 }
 
 // ErrText is a service error's code in the page's language: what a form

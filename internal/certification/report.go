@@ -261,7 +261,7 @@ func (s *Service) probes(typeID string, latest []gpurent.BenchSummary) []apiv1.T
 					p.SpecRatio = med / f.Value
 				}
 			}
-			if h, ok := spec.HealthyFor(k.probe, k.gpus, paramsOf(k.setup)); ok {
+			if h, ok := spec.HealthyFor(k.probe, k.gpus, certify.ParseSetup(k.setup)); ok {
 				p.Healthy = figure(h.Figure)
 			}
 		}
@@ -272,39 +272,4 @@ func (s *Service) probes(typeID string, latest []gpurent.BenchSummary) []apiv1.T
 
 func figure(f certify.Figure) *apiv1.TransparencyFigure {
 	return &apiv1.TransparencyFigure{Value: f.Value, High: f.High, Unit: f.Unit, Source: f.Source}
-}
-
-// paramsOf reads back the setup text of certify.Params.Setup.
-func paramsOf(setup string) certify.Params {
-	var p certify.Params
-	for _, part := range strings.Fields(setup) {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "shape":
-			dims := strings.Split(v, "x")
-			if len(dims) == 3 {
-				p.M, _ = strconv.Atoi(dims[0])
-				p.N, _ = strconv.Atoi(dims[1])
-				p.K, _ = strconv.Atoi(dims[2])
-			}
-		case "batch":
-			p.Batch, _ = strconv.Atoi(v)
-		case "dtype":
-			p.DType = v
-		case "bytes":
-			p.Bytes, _ = strconv.ParseInt(v, 10, 64)
-		case "harness":
-			p.Harness = v
-		case "algo":
-			p.Algo = v
-		case "image":
-			p.Image = v
-		case "seconds":
-			p.Seconds, _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return p
 }

@@ -397,3 +397,39 @@ func parseLine(b []byte) (Record, error) {
 	rec.Start, rec.End = rec.Start.UTC(), rec.End.UTC()
 	return rec, nil
 }
+
+// ParseSetup reads back the text of Params.Setup (the form stored with
+// summaries): Params.Setup of the result is setup again.
+func ParseSetup(setup string) Params {
+	var p Params
+	for _, part := range strings.Fields(setup) {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "shape":
+			dims := strings.Split(v, "x")
+			if len(dims) == 3 {
+				p.M, _ = strconv.Atoi(dims[0])
+				p.N, _ = strconv.Atoi(dims[1])
+				p.K, _ = strconv.Atoi(dims[2])
+			}
+		case "batch":
+			p.Batch, _ = strconv.Atoi(v)
+		case "dtype":
+			p.DType = v
+		case "bytes":
+			p.Bytes, _ = strconv.ParseInt(v, 10, 64)
+		case "harness":
+			p.Harness = v
+		case "algo":
+			p.Algo = v
+		case "image":
+			p.Image = v
+		case "seconds":
+			p.Seconds, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return p
+}

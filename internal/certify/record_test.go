@@ -188,3 +188,16 @@ func FuzzParseRecords(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSetupRoundTrip(t *testing.T) {
+	for _, p := range []Params{
+		{},
+		{M: 8192, N: 8192, K: 8192, DType: "bf16", Seconds: 10},
+		{Batch: 128, Harness: "nvidia-dle"},
+		{Bytes: 268435456, Algo: "ring", Image: "gpurent-bench@sha256:abc", Seconds: 0.01},
+	} {
+		if got := ParseSetup(p.Setup()); got != p {
+			t.Errorf("ParseSetup(%q) = %+v, want %+v", p.Setup(), got, p)
+		}
+	}
+}

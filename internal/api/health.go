@@ -159,46 +159,42 @@ func (s *Server) handleRMAList(w http.ResponseWriter, r *http.Request, acc *gpur
 // handleCordonGPU answers POST /api/v1/gpus/{uuid}/cordon (operators): the
 // GPU takes no new placements; what runs on it stays.
 func (s *Server) handleCordonGPU(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
-	uuid, err := gpuUUIDParam(r)
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	var req apiv1.CordonGPURequest
-	if err := decodeJSON(body, &req); err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	reason, err := operatorText("reason", req.Reason, maxReasonRunes)
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	if reason == "" {
-		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "reason is required: say why the GPU is cordoned"))
-		return
-	}
-	svc, err := s.incidentService()
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	h, err := svc.CordonGPU(r.Context(), acc, uuid, reason)
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, gpuHealthView(h, s.now()))
+	s.gpuAction(w, r, func(body []byte) (string, error) {
+		var req apiv1.CordonGPURequest
+		if err := decodeJSON(body, &req); err != nil {
+			return "", err
+		}
+		reason, err := operatorText("reason", req.Reason, maxReasonRunes)
+		if err == nil && reason == "" {
+			err = gpurent.Errorf(gpurent.CodeInvalid, "reason is required: say why the GPU is cordoned")
+		}
+		return reason, err
+	}, func(svc incident.API, uuid, reason string) (*incident.GPUHealth, error) {
+		return svc.CordonGPU(r.Context(), acc, uuid, reason)
+	})
 }
 
 // handleRepairGPU answers POST /api/v1/gpus/{uuid}/repair (operators): the
 // GPU was repaired or replaced and is healthy again. The body is optional.
 func (s *Server) handleRepairGPU(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
+	s.gpuAction(w, r, func(body []byte) (string, error) {
+		var req apiv1.RepairGPURequest
+		if len(body) > 0 {
+			if err := decodeJSON(body, &req); err != nil {
+				return "", err
+			}
+		}
+		return operatorText("note", req.Note, maxReasonRunes)
+	}, func(svc incident.API, uuid, note string) (*incident.GPUHealth, error) {
+		return svc.RepairGPU(r.Context(), acc, uuid, note)
+	})
+}
+
+// gpuAction answers an operator's action on one GPU: the UUID from the
+// path, the text (reason or note) the body gives, the action, the GPU's
+// health after it.
+func (s *Server) gpuAction(w http.ResponseWriter, r *http.Request, text func(body []byte) (string, error),
+	act func(svc incident.API, uuid, text string) (*incident.GPUHealth, error)) {
 	uuid, err := gpuUUIDParam(r)
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -209,14 +205,7 @@ func (s *Server) handleRepairGPU(w http.ResponseWriter, r *http.Request, acc *gp
 		s.writeProblem(w, r, err)
 		return
 	}
-	var req apiv1.RepairGPURequest
-	if len(body) > 0 {
-		if err := decodeJSON(body, &req); err != nil {
-			s.writeProblem(w, r, err)
-			return
-		}
-	}
-	note, err := operatorText("note", req.Note, maxReasonRunes)
+	t, err := text(body)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -226,7 +215,7 @@ func (s *Server) handleRepairGPU(w http.ResponseWriter, r *http.Request, acc *gp
 		s.writeProblem(w, r, err)
 		return
 	}
-	h, err := svc.RepairGPU(r.Context(), acc, uuid, note)
+	h, err := act(svc, uuid, t)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return

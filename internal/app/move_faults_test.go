@@ -22,11 +22,15 @@ import (
 // writerScript keeps writing while the instance runs, from every start:
 // a sequence on the volume (seq, with the last number in seq.last so a
 // restart continues it), the same sequence in the container's own layer,
-// and the host's uptime (10 ms) for the downtime.
+// and the host's uptime (10 ms) for the downtime. A stop ends it between
+// two rounds (the image's first process passes SIGTERM on and waits), so
+// the three files always agree.
 const writerScript = `#!/bin/sh
 mkdir -p /var/tmp
 i=$(cat /root/data/seq.last 2>/dev/null || echo 0)
-while :; do
+stop=
+trap 'stop=1' TERM
+while [ -z "$stop" ]; do
   i=$((i+1))
   echo $i >> /root/data/seq
   echo $i > /root/data/seq.last

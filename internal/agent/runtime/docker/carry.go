@@ -147,13 +147,37 @@ func (r *Runtime) replaceCarrying(ctx context.Context, old container.InspectResp
 	// removal takes a while and is not downtime. recoverCarry removes a
 	// -prev left behind by a crash here.
 	_, startErr := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{})
-	if err := r.removeContainer(ctx, old.ID); err != nil && !cerrdefs.IsNotFound(err) {
-		r.log.Warn("removing the old container after a carry", "instance", spec.InstanceID, "err", err)
-	}
+	r.removeReplaced(ctx, old.ID, spec.InstanceID)
 	if startErr != nil {
 		return runtime.Status{}, wrap(startErr, "start the container of instance %s", spec.InstanceID)
 	}
 	r.log.Info("container replaced with its file system carried over", "instance", spec.InstanceID,
 		"old_allocation", old.Config.Labels[runtime.LabelAllocation], "allocation", spec.AllocationID)
 	return r.status(ctx, name)
+}
+
+// removeTries bounds the attempts to remove a replaced container: the
+// daemon can fail one transiently (an overlay mount still busy), and a
+// -prev left behind holds the old layer's disk until the instance is next
+// run, moved or removed.
+const removeTries = 3
+
+// removeReplaced removes the container a carry replaced, trying again a
+// moment later when the daemon fails it.
+func (r *Runtime) removeReplaced(ctx context.Context, id, instanceID string) {
+	for try := 1; ; try++ {
+		err := r.removeContainer(ctx, id)
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return
+		}
+		if try == removeTries || ctx.Err() != nil {
+			r.log.Warn("removing the old container after a carry; it goes when the instance is next run, moved or removed",
+				"instance", instanceID, "tries", try, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(try) * time.Second):
+		}
+	}
 }

@@ -28,15 +28,22 @@ const BusyboxPath = "/bin/busybox"
 
 // busyboxRecipe changes whenever the image's layout changes, so that an
 // image built by an older recipe is rebuilt.
-const busyboxRecipe = "3"
+const busyboxRecipe = "4"
 
 // labelBusyboxDigest on the image records what it was built from.
 const labelBusyboxDigest = "io.gpurent.test.busybox"
 
 // busyboxCmd keeps the container running and exits 0 within a second of
 // SIGTERM, so that stops are graceful and quick. A workload a test left
-// as /root/data/boot.sh (executable) runs beside it from every start.
-const busyboxCmd = `["/bin/sh", "-c", "trap 'exit 0' TERM; if [ -x /root/data/boot.sh ]; then /root/data/boot.sh & fi; while :; do sleep 1; done"]`
+// as /root/data/boot.sh (executable) runs beside it from every start; a
+// stop passes SIGTERM on to it and waits for it to end, so a workload that
+// traps the signal finishes what it is writing (else the kernel kills it
+// at any instruction once the first process exits).
+const busyboxCmd = `["/bin/sh", "-c", "` + BusyboxShell + `"]`
+
+// BusyboxShell is the shell program the test image's command runs.
+const BusyboxShell = `trap 'kill -TERM $b 2>/dev/null; wait $b; exit 0' TERM; b=; ` +
+	`if [ -x /root/data/boot.sh ]; then /root/data/boot.sh & b=$!; fi; while :; do sleep 1; done`
 
 // BusyboxImage returns the tag of a minimal image, FROM scratch, holding the
 // host's static busybox with a link for every applet (sh, sleep, httpd, cat,

@@ -187,13 +187,26 @@ func InstanceContainers(t testing.TB, cli *client.Client, instanceID string) []s
 	return out
 }
 
-// InstanceContainer is the one container of the instance; it fails the
-// test if there is none or more than one.
+// settleTimeout bounds how long InstanceContainer waits for a replaced
+// container to go: after an upgrade or a move the new container starts
+// (and the instance reports running) before the old one, and its layer,
+// is removed, since that removal is not downtime.
+const settleTimeout = 30 * time.Second
+
+// InstanceContainer is the one container of the instance. It waits up to
+// settleTimeout for a replaced one to be removed, and fails the test if
+// there is then none or more than one.
 func InstanceContainer(t testing.TB, cli *client.Client, instanceID string) string {
 	t.Helper()
-	names := InstanceContainers(t, cli, instanceID)
-	if len(names) != 1 {
-		t.Fatalf("instance %s has containers %v, want exactly one", instanceID, names)
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		names := InstanceContainers(t, cli, instanceID)
+		if len(names) == 1 {
+			return names[0]
+		}
+		if len(names) == 0 || time.Now().After(deadline) {
+			t.Fatalf("instance %s has containers %v, want exactly one", instanceID, names)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return names[0]
 }

@@ -345,6 +345,12 @@ func (hw *healthWatch) driverEvent(ev gpu.Event) {
 		return
 	}
 	if ev.Kind == gpu.EventRemapFailure {
+		// A remap failure stays until the card is serviced: reported
+		// once, by whichever saw it first (a poll can read the state
+		// before the provider's event arrives).
+		if hw.remapped[ev.UUID] {
+			return
+		}
 		hw.remapped[ev.UUID] = true
 	}
 	hw.record(agentproto.HealthEvent{UUID: ev.UUID, At: at, Kind: ev.Kind, Xid: ev.Xid, Detail: ev.Detail})

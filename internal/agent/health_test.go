@@ -3,6 +3,8 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,21 +85,46 @@ func TestInjectedGPUFaultsReachTheReport(t *testing.T) {
 		{UUID: u3, Kind: gpu.EventRemapFailure, Detail: "row remapping failed"},
 		{UUID: u5, Kind: gpu.EventGPULost, Detail: "GPU is lost"},
 	}
-	// Nothing acknowledges them: every report resends all, in order, and
-	// the remap failure the samples show too is reported once.
+	// Each is reported once, the remap failure too, which the samples
+	// show as well (a poll may see it before the provider's event arrives,
+	// so it may come before the events injected ahead of it).
 	if len(rep.Health) != len(want) {
 		t.Fatalf("report carries %d health events, want %d: %+v", len(rep.Health), len(want), rep.Health)
 	}
+	key := func(ev agentproto.HealthEvent) string {
+		return ev.UUID + "|" + ev.Kind + "|" + strconv.Itoa(ev.Xid) + "|" + ev.Detail
+	}
+	var gotKeys, wantKeys []string
+	for i := range want {
+		gotKeys, wantKeys = append(gotKeys, key(rep.Health[i])), append(wantKeys, key(want[i]))
+	}
+	slices.Sort(gotKeys)
+	slices.Sort(wantKeys)
+	if !slices.Equal(gotKeys, wantKeys) {
+		t.Errorf("events %q, want %q", gotKeys, wantKeys)
+	}
 	ids := map[string]bool{}
 	for i, got := range rep.Health {
-		w := want[i]
-		if got.UUID != w.UUID || got.Kind != w.Kind || got.Xid != w.Xid || got.Detail != w.Detail {
-			t.Errorf("event %d = %+v, want %+v", i, got, w)
-		}
 		if got.ID == "" || ids[got.ID] || got.At.IsZero() || got.At.Location() != time.UTC {
 			t.Errorf("event %d: id %q (repeated %v), at %v", i, got.ID, ids[got.ID], got.At)
 		}
 		ids[got.ID] = true
+	}
+	// Nothing acknowledges them: a later report resends all, in the same
+	// order, with the same ids.
+	cp.mu.Lock()
+	since := len(cp.reports)
+	cp.mu.Unlock()
+	again := cp.waitReport("a later report", since, func(agentproto.Report) bool { return true })
+	idsOf := func(evs []agentproto.HealthEvent) []string {
+		var out []string
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	if !slices.Equal(idsOf(again.Health), idsOf(rep.Health)) {
+		t.Errorf("a later report resent %v, want %v", idsOf(again.Health), idsOf(rep.Health))
 	}
 	if len(rep.GPUs) != 7 || len(rep.Samples) != 7 {
 		t.Errorf("after a GPU was lost: %d GPUs and %d samples reported, want 7", len(rep.GPUs), len(rep.Samples))

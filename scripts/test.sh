@@ -54,6 +54,12 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 	install_pkgs chromium
 fi
 
+# --- SMTP server (the mail tests deliver to a real aiosmtpd on loopback) -------
+# Debian's python3 has it; a python3 earlier on PATH may be another install.
+if ! /usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1 && ! python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
+	install_pkgs python3-aiosmtpd
+fi
+
 # --- PostgreSQL ----------------------------------------------------------------
 if [ -z "${GPURENT_TEST_POSTGRES_DSN:-}" ]; then
 	command -v pg_ctlcluster >/dev/null 2>&1 || install_pkgs postgresql

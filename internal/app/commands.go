@@ -33,6 +33,7 @@ func serveCommand() *cobra.Command {
 		payee, sshListen, sshAdvertise               string
 		sshIdle                                      time.Duration
 		secureCookies                                bool
+		publicURL, mailURL                           string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -60,6 +61,11 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 					return err
 				}
 			}
+			if mailURL != "" && publicURL == "" {
+				// Mailed links must name the address customers use, which
+				// the listen address (often 0.0.0.0 or behind a proxy) is not.
+				return fmt.Errorf("--smtp-url needs --public-url: the password-reset links it mails name the console's public address")
+			}
 			if payee == "" && demo {
 				payee = DemoBankPayee
 			}
@@ -69,7 +75,8 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 			}
 			sc := ServerConfig{DSN: dsn, Listen: listen, JoinToken: joinToken, Logger: log, PaymentProviders: providers,
 				SSHListen: sshListen, SSHAdvertise: sshAdvertise, KeyDir: dataDir, SSHIdleTimeout: sshIdle,
-				SecureCookies: secureCookies, Certification: CertificationConfig{Interval: 30 * time.Second}}
+				SecureCookies: secureCookies, PublicURL: publicURL, MailURL: mailURL,
+				Certification: CertificationConfig{Interval: 30 * time.Second}}
 			if demo {
 				// Fake GPUs' synthetic results certify the demo's cards, a
 				// few hosts at a time so that most GPUs stay free to rent.
@@ -148,6 +155,10 @@ plain processes (the "process" runtime, for demos only: it isolates nothing).`,
 	f.DurationVar(&sshIdle, "ssh-idle-timeout", 0, "close SSH connections idle this long (0: never; dead ones are dropped by keepalives)")
 	f.BoolVar(&secureCookies, "secure-cookies", os.Getenv("GPURENT_SECURE_COOKIES") == "true",
 		"mark browser-link cookies Secure: set it behind a TLS-terminating proxy (env GPURENT_SECURE_COOKIES=true)")
+	f.StringVar(&publicURL, "public-url", os.Getenv("GPURENT_PUBLIC_URL"),
+		"the control plane's address as customers reach it, e.g. https://gpu.example.com (env GPURENT_PUBLIC_URL; default: the listen address)")
+	f.StringVar(&mailURL, "smtp-url", os.Getenv("GPURENT_SMTP_URL"),
+		"mail password-reset links through this SMTP server: smtp://[user:pass@]host[:587]?from=ADDRESS[&tls=required][&ca=FILE], or smtps:// (env GPURENT_SMTP_URL, better than the flag for a password; default: links are logged for an operator)")
 	f.BoolVar(&demo, "demo", false, "seed demo logins and run in-process agents with fake GPUs")
 	f.IntVar(&demoHostsPerType, "demo-hosts", 8, "demo hosts per GPU type (8 GPUs each)")
 	f.StringVar(&runtimeFlag, "demo-runtime", "auto", "demo instance runtime: auto, docker or process")

@@ -8,10 +8,11 @@ import (
 )
 
 // newConsole wires the web console to the services the API uses.
-func newConsole(cfg ServerConfig, s *Server, access *api.Access) (*console.Server, error) {
+func newConsole(cfg ServerConfig, s *Server, access *api.Access, mailer console.Mailer) (*console.Server, error) {
 	c := console.Config{Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Wallet: s.Wallet,
 		Metering: s.Metering, Academic: s.Academic, SSHKeys: s.SSHKeys, Incidents: s.Incidents, Certification: s.Certification,
-		Store: s.Store, JoinToken: cfg.JoinToken, PublicURL: s.URL, SecureCookies: cfg.SecureCookies, Logger: cfg.Logger, Now: cfg.Now}
+		Store: s.Store, JoinToken: cfg.JoinToken, PublicURL: s.URL, SecureCookies: cfg.SecureCookies, Mailer: mailer,
+		Logger: cfg.Logger, Now: cfg.Now}
 	if cfg.PublicURL != "" {
 		c.PublicURL = cfg.PublicURL
 	}

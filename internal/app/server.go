@@ -23,6 +23,7 @@ import (
 	"github.com/gpurent/gpurent/internal/console"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/incident"
+	"github.com/gpurent/gpurent/internal/mail"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/sshkeys"
@@ -68,8 +69,12 @@ type ServerConfig struct {
 	// Secure (behind TLS).
 	SecureCookies bool
 	// PublicURL is the control plane's address as customers and agents
-	// reach it, shown by the console (default: the listener's URL).
+	// reach it, shown by the console and put in the links it mails
+	// (default: the listener's URL).
 	PublicURL string
+	// MailURL names the SMTP server that mails password-reset links
+	// (see package mail; "": links are logged for an operator instead).
+	MailURL string
 	// OperationsInterval is how often moves are checked for deadlines and
 	// queued starts for free GPUs (0: 2 s).
 	OperationsInterval time.Duration
@@ -150,6 +155,14 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.BillingInterval <= 0 || cfg.BillingInterval > time.Minute {
 		cfg.BillingInterval = 10 * time.Second
 	}
+	var mailer console.Mailer
+	if cfg.MailURL != "" {
+		m, err := mail.New(cfg.MailURL)
+		if err != nil {
+			return nil, err
+		}
+		mailer = m
+	}
 	s := &Server{Store: cfg.Store}
 	if s.Store == nil {
 		st, err := openStore(ctx, cfg.DSN)
@@ -229,7 +242,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.URL = "http://" + ln.Addr().String()
-	web, err := newConsole(cfg, s, access)
+	web, err := newConsole(cfg, s, access, mailer)
 	s.Console = web
 	if err != nil {
 		ln.Close()

@@ -25,6 +25,9 @@ func passwordMessages() map[string]pair {
 		"password.reset.again":   {"重新申请重置链接", "Ask for a new link"},
 		"password.reset.done":    {"密码已更新，所有设备上的登录已退出。请用新密码登录。", "Your password is set and every sign-in has ended. Sign in with the new password."},
 		"password.reset.signin":  {"去登录", "Sign in"},
+		"password.mail.subject":  {"重置 gpurent 密码", "Reset your gpurent password"},
+		"password.mail.body": {"有人（希望是你本人）为账户 %s 申请了重置密码。\n\n请在 1 小时内打开下面的链接设置新密码：\n%s\n\n链接只能使用一次。如果不是你本人申请，请忽略这封邮件，密码不会改变。",
+			"Someone (we hope you) asked to reset the password of the account %s.\n\nOpen this link within an hour to set a new one:\n%s\n\nThe link works once. If you did not ask, ignore this mail: your password stays as it is."},
 	}
 }
 
@@ -81,7 +84,7 @@ func (s *Server) passwordForgot(w http.ResponseWriter, r *http.Request, p *Page)
 		return
 	}
 	if secret != "" {
-		s.sendResetLink(addr, s.resetLink(r, secret))
+		s.sendResetLink(p, addr, s.resetLink(r, secret))
 	}
 	http.Redirect(w, r, "/password/forgot?sent=1", http.StatusSeeOther)
 }
@@ -102,19 +105,23 @@ func (s *Server) resetLink(r *http.Request, secret string) string {
 	return base + "/password/reset?token=" + url.QueryEscape(secret)
 }
 
-// sendResetLink delivers the link in the background, so that the answer
-// takes as long whether or not the address has an account; without a
-// sender it logs the link for an operator to pass on.
-func (s *Server) sendResetLink(email, link string) {
-	if s.cfg.SendResetLink == nil {
-		s.log.Warn("console: password reset requested; no mail sender is configured, pass this link on", "email", email, "link", link)
+// sendResetLink mails the link, in the page's language, in the
+// background, so that the answer takes as long whether or not the address
+// has an account; without a mailer it logs the link for an operator to
+// pass on.
+func (s *Server) sendResetLink(p *Page, email, link string) {
+	if s.cfg.Mailer == nil {
+		s.log.Warn("console: password reset requested; no mail server is configured, pass this link on", "email", email, "link", link)
 		return
 	}
+	subject, body := p.T("password.mail.subject"), p.T("password.mail.body", email, link)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := s.cfg.SendResetLink(ctx, email, link); err != nil {
+		if err := s.cfg.Mailer.Send(ctx, email, subject, body); err != nil {
 			s.log.Error("console: sending a password-reset link failed", "email", email, "err", err)
+		} else {
+			s.log.Info("console: password-reset link sent", "email", email)
 		}
 	}()
 }

@@ -57,10 +57,9 @@ type Config struct {
 	PortLink  func(instanceID string, port int, accountID string, ttl time.Duration) string
 	JoinToken string
 	PublicURL string
-	// SendResetLink delivers a password-reset link to an e-mail address
-	// (nil: the link is logged at WARN level with the address, for an
-	// operator to pass on).
-	SendResetLink func(ctx context.Context, email, link string) error
+	// Mailer delivers the password-reset links (nil: a link is logged at
+	// WARN level with the address, for an operator to pass on).
+	Mailer Mailer
 	// SecureCookies marks the cookies Secure (behind TLS).
 	SecureCookies bool
 	// TrustProxy takes the client address from X-Forwarded-For (behind a
@@ -71,6 +70,11 @@ type Config struct {
 	SessionTTL time.Duration
 	Logger     *slog.Logger
 	Now        func() time.Time
+}
+
+// Mailer sends one plain-text e-mail (mail.Sender is one).
+type Mailer interface {
+	Send(ctx context.Context, to, subject, body string) error
 }
 
 // Server serves the console. Make it with New.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/app"
+	"github.com/gpurent/gpurent/internal/mail/smtptest"
 	"github.com/gpurent/gpurent/internal/wallet"
 )
 
@@ -547,4 +548,61 @@ func TestPasswordForgotLink(t *testing.T) {
 		t.Fatalf("after the reset: %q", got)
 	}
 	login(t, ctx, s.URL, "zhou@reset.example", "remembered-password", "zh")
+}
+
+// TestPasswordResetByMail: with a mail server configured (a real SMTP
+// server on loopback), the forgot form mails the link in the page's
+// language to the account's address, under the public URL, and nothing
+// to an unknown address; the mailed link sets a new password once.
+func TestPasswordResetByMail(t *testing.T) {
+	bg := context.Background()
+	relay := smtptest.Start(t, smtptest.Options{})
+	const public = "http://gpu.console.example"
+	s, err := app.StartServer(bg, app.ServerConfig{DSN: t.TempDir() + "/gpurent.db", Listen: "127.0.0.1:0", JoinToken: "join-mail",
+		BcryptCost: 4, PublicURL: public, MailURL: "smtp://" + relay.Addr + "?from=" + "gpurent%20%3Cnoreply%40gpu.console.example%3E"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Auth.Register(bg, "li@mail.example", "李", "forgotten-password"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := browser(t)
+	for _, addr := range []string{"nobody@mail.example", "Li@Mail.example"} {
+		run(t, ctx, "open the forgot page", nav(s.URL+"/password/forgot?lang=en"), chromedp.WaitVisible(chromedp.CSS("#forgot-form")))
+		acctSubmit(t, ctx, "ask for a link for "+addr, "#forgot-form", map[string]string{"email": addr}, "#forgot-submit", ".flash")
+		if got := text(t, ctx, ".flash"); !strings.HasPrefix(got, "If an account exists for that address") {
+			t.Fatalf("answer for %s: %q", addr, got)
+		}
+	}
+	msgs := relay.Wait(t, 1, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // a second (wrong) mail would be here by now
+	if msgs = relay.Messages(t); len(msgs) != 1 {
+		t.Fatalf("%d mails sent, want one (none for the unknown address)", len(msgs))
+	}
+	m := msgs[0]
+	if m.Header.Get("X-RcptTo") != "li@mail.example" || m.Subject != "Reset your gpurent password" ||
+		!strings.Contains(m.Body, "li@mail.example") || !strings.Contains(m.Header.Get("From"), "noreply@gpu.console.example") {
+		t.Fatalf("mail to %q, subject %q, from %q:\n%s", m.Header.Get("X-RcptTo"), m.Subject, m.Header.Get("From"), m.Body)
+	}
+	var link string
+	for _, line := range strings.Split(m.Body, "\r\n") {
+		if strings.HasPrefix(line, public+"/password/reset?token=") {
+			link = line
+		}
+	}
+	if link == "" {
+		t.Fatalf("no link under %s in the mail:\n%s", public, m.Body)
+	}
+	// The browser reaches the console at its listener, not the public name.
+	local := s.URL + strings.TrimPrefix(link, public)
+	run(t, ctx, "open the mailed link", nav(local+"&lang=zh"), chromedp.WaitVisible(chromedp.CSS("#reset-form")))
+	acctSubmit(t, ctx, "set a new password", "#reset-form", map[string]string{"password": "mailed-password-1", "password2": "mailed-password-1"},
+		"#reset-submit", "#reset-signin")
+	login(t, ctx, s.URL, "li@mail.example", "mailed-password-1", "en")
+	// Used once: the link now only offers to ask for a new one.
+	run(t, ctx, "open the mailed link again", nav(local), chromedp.WaitVisible(chromedp.CSS("#reset-again")))
+	if got := acctEval[bool](t, ctx, `document.querySelector("#reset-form") !== null`); got {
+		t.Fatal("a used link still offers the reset form")
+	}
 }

@@ -606,3 +606,50 @@ func TestSharedRegistryIsReused(t *testing.T) {
 		t.Fatalf("the second server's request is not counted on the shared registry:\n%s", text)
 	}
 }
+
+// TestZoneProbe: operators set and clear the endpoint the console's
+// latency test times for a zone; anyone reads it with the zones; a bad
+// URL, an unknown zone or field, and a customer are refused.
+func TestZoneProbe(t *testing.T) {
+	e := newEnv(t)
+	op, u := e.operator(), e.customer()
+	path := "/api/v1/zones/" + testZone + "/probe"
+	z := decode[apiv1.Zone](t, e.do(req{method: "PUT", path: path, token: op.token, body: `{"probe_url":"https://probe.cd-a.example/probe"}`}), 200)
+	if z.ID != testZone || z.ProbeURL != "https://probe.cd-a.example/probe" {
+		t.Fatalf("zone %+v", z)
+	}
+	probeOf := func() string {
+		for _, z := range decode[apiv1.ZoneList](t, e.do(req{method: "GET", path: "/api/v1/zones"}), 200).Zones {
+			if z.ID == testZone {
+				return z.ProbeURL
+			}
+		}
+		t.Fatalf("no zone %s", testZone)
+		return ""
+	}
+	if got := probeOf(); got != "https://probe.cd-a.example/probe" {
+		t.Fatalf("zones list probe %q", got)
+	}
+	for _, body := range []string{
+		`{"probe_url":"ftp://probe.example/"}`,
+		`{"probe_url":"https://user:pw@probe.example/"}`,
+		`{"probe_url":"/probe"}`,
+		`{"probe_url":"https://probe.example/#x"}`,
+		`{"probe_url":"https://probe.example/\"onload=x"}`,
+		`{"probe_url":"https://a;script-src.example/"}`,
+		`{"probe_url":"https://probe.example:99999/"}`,
+		`{"probe_url":"https://probe.example/","ttl":5}`,
+		`{"probe_url":"https://` + strings.Repeat("a", 520) + `.example/"}`,
+	} {
+		problem(t, e.do(req{method: "PUT", path: path, token: op.token, body: body}), 400, gpurent.CodeInvalid)
+	}
+	problem(t, e.do(req{method: "PUT", path: path, token: u.token, body: `{"probe_url":""}`}), 403, gpurent.CodeForbidden)
+	problem(t, e.do(req{method: "PUT", path: "/api/v1/zones/nowhere/probe", token: op.token, body: `{"probe_url":""}`}), 404, gpurent.CodeNotFound)
+	if got := probeOf(); got != "https://probe.cd-a.example/probe" {
+		t.Fatalf("a refused change moved the probe to %q", got)
+	}
+	decode[apiv1.Zone](t, e.do(req{method: "PUT", path: path, token: op.token, body: `{"probe_url":""}`}), 200)
+	if got := probeOf(); got != "" {
+		t.Fatalf("cleared probe reads %q", got)
+	}
+}

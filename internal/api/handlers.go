@@ -242,6 +242,27 @@ func (s *Server) handleZones(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, zoneListView(zs))
 }
 
+// handleSetZoneProbe sets the endpoint the console's zone latency test
+// times for a zone (operators).
+func (s *Server) handleSetZoneProbe(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	var req apiv1.SetZoneProbeRequest
+	if err := decodeJSON(body, &req); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	z, err := s.fleet.SetZoneProbe(r.Context(), acc, r.PathValue("id"), req.ProbeURL)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, apiv1.Zone{ID: z.ID, Name: z.Name, Region: z.Region, ProbeURL: z.ProbeURL})
+}
+
 // --- instances ---
 
 // instancePath is where an instance lives in the API.

@@ -112,6 +112,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			concrete = strings.Replace(path, "{id}", op.acc.ID, 1)
 		case strings.HasPrefix(path, "/api/v1/payments/{provider}"):
 			concrete = strings.Replace(strings.Replace(path, "{provider}", "fake", 1), "{id}", "fake_nope", 1)
+		case path == "/api/v1/zones/{id}/probe":
+			concrete = strings.Replace(path, "{id}", testZone, 1)
 		case path == "/api/v1/statements/{month}":
 			concrete = "/api/v1/statements/2026-11"
 		case strings.HasPrefix(path, "/api/v1/academic/applications/{id}"):

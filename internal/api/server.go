@@ -192,6 +192,7 @@ func (s *Server) routeTable() []route {
 
 		{"GET", "/api/v1/gpu-types", s.handleGPUTypes},
 		{"GET", "/api/v1/zones", s.handleZones},
+		{"PUT", "/api/v1/zones/{id}/probe", s.operator(s.handleSetZoneProbe)},
 		{"GET", "/api/v1/price", s.handleQuote},
 		{"GET", "/api/v1/prices", s.handleListPrices},
 		{"POST", "/api/v1/prices", s.operator(s.handleAddPrices)},

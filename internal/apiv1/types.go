@@ -113,6 +113,12 @@ type Zone struct {
 	ProbeURL string `json:"probe_url,omitempty"`
 }
 
+// SetZoneProbeRequest sets the endpoint customers' browsers time for a
+// zone ("" removes it).
+type SetZoneProbeRequest struct {
+	ProbeURL string `json:"probe_url"`
+}
+
 // CreateInstanceRequest rents GPUs.
 type CreateInstanceRequest struct {
 	Name      string `json:"name,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -196,7 +197,7 @@ func loadOrMakeJoinToken(dataDir string) (string, error) {
 func agentCommand() *cobra.Command {
 	var (
 		server, joinToken, name, zone, stateDir, runtimeFlag, gpuFlag, fakeGPUs, benchImage string
-		accessListen, accessAdvertise                                                       string
+		accessListen, accessAdvertise, probeListen                                          string
 		fakeGroup                                                                           int
 		verbose                                                                             bool
 	)
@@ -276,6 +277,15 @@ func agentCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if probeListen != "" {
+				l, err := net.Listen("tcp", probeListen)
+				if err != nil {
+					return fmt.Errorf("--probe-listen: %w", err)
+				}
+				log.Info("agent: zone latency probe listening; point the zone at it with `gpurent zones set-probe`",
+					"addr", l.Addr().String(), "path", agent.ProbePath)
+				go agent.ServeProbe(ctx, l, log)
+			}
 			a, err := agent.New(agent.Config{ServerURL: server, JoinToken: joinToken, Name: name, Zone: zone,
 				StateDir: stateDir, Runtime: rt, GPUs: provider, Logger: log, Version: Version, Access: ep, Transfers: moves,
 				Bench: bench})
@@ -301,6 +311,8 @@ func agentCommand() *cobra.Command {
 	f.IntVar(&fakeGroup, "fake-group-size", 8, "with --gpus fake: GPUs per NVLink domain / PCIe switch")
 	f.StringVar(&benchImage, "bench-image", envOr("GPURENT_BENCH_IMAGE", "gpurent-bench:1"),
 		"the benchmark image built from bench/Dockerfile, pinned by digest in production (\"\": refuse benchmark jobs) (env GPURENT_BENCH_IMAGE)")
+	f.StringVar(&probeListen, "probe-listen", os.Getenv("GPURENT_PROBE_LISTEN"),
+		"serve the console's zone latency probe (GET /probe) here, e.g. :8090 (\"\": none) (env GPURENT_PROBE_LISTEN)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
 }

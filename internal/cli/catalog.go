@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -144,6 +145,56 @@ func (a *app) zonesCmd() *cobra.Command {
 			return t.flush()
 		},
 	}
+	cn.addFlags(cmd, true)
+	cmd.AddCommand(a.zoneProbeCmd())
+	return cmd
+}
+
+func (a *app) zoneProbeCmd() *cobra.Command {
+	var cn conn
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "set-probe ZONE [URL]",
+		Short: "Set the endpoint at a zone's site that the console's latency test times (operators)",
+		Long: `Set the endpoint at a zone's site that customers' browsers time in the
+console's zone latency test: an http(s) URL at that site, such as an agent's
+--probe-listen address there. With --clear the test times the control plane
+for that zone again, and says so.`,
+		Example: "  gpurent zones set-probe cd-tianfu-a https://probe.cd-a.example.com:8090/probe\n  gpurent zones set-probe cd-tianfu-a --clear",
+		Args:    argsError(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			probe := ""
+			switch {
+			case len(args) == 2 && clear:
+				return usageError{err: errors.New("give a URL or --clear, not both")}
+			case len(args) == 2:
+				probe = args[1]
+				if probe == "" {
+					return usageError{err: errors.New("an empty URL: use --clear to remove the probe")}
+				}
+			case !clear:
+				return usageError{err: errors.New("give the probe URL, or --clear")}
+			}
+			c, asJSON, err := a.connectFor(cmd, &cn)
+			if err != nil {
+				return err
+			}
+			z, err := c.SetZoneProbe(cmd.Context(), args[0], probe)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(out(cmd), z)
+			}
+			if z.ProbeURL == "" {
+				fmt.Fprintf(out(cmd), "Zone %s has no probe: its latency test times the control plane.\n", z.ID)
+			} else {
+				fmt.Fprintf(out(cmd), "Zone %s: browsers time %s.\n", z.ID, z.ProbeURL)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove the zone's probe")
 	cn.addFlags(cmd, true)
 	return cmd
 }

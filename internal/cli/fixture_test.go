@@ -128,6 +128,14 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	}))
 	mux.HandleFunc("GET /api/v1/gpu-types", f.authed(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, fxGPUTypes) }))
 	mux.HandleFunc("GET /api/v1/zones", f.authed(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, fxZones) }))
+	mux.HandleFunc("PUT /api/v1/zones/{id}/probe", f.authed(func(w http.ResponseWriter, r *http.Request) {
+		var req apiv1.SetZoneProbeRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			reply(w, 400, apiv1.Problem{Title: "bad body", Code: "invalid"})
+			return
+		}
+		reply(w, 200, apiv1.Zone{ID: r.PathValue("id"), Name: "Chengdu Tianfu Software Park A", Region: "chengdu", ProbeURL: req.ProbeURL})
+	}))
 	mux.HandleFunc("POST /api/v1/instances", f.authed(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		drop := f.dropCreates > 0

@@ -60,6 +60,15 @@ func (c *Client) Zones(ctx context.Context) (apiv1.ZoneList, error) {
 	return out, err
 }
 
+// SetZoneProbe sets the endpoint customers' browsers time for a zone
+// ("" removes it; operators).
+func (c *Client) SetZoneProbe(ctx context.Context, zoneID, probeURL string) (apiv1.Zone, error) {
+	var out apiv1.Zone
+	err := c.do(ctx, request{method: http.MethodPut, path: "/api/v1/zones/" + url.PathEscape(zoneID) + "/probe",
+		body: apiv1.SetZoneProbeRequest{ProbeURL: probeURL}}, &out)
+	return out, err
+}
+
 // CreateInstance rents GPUs. The request always carries an Idempotency-Key:
 // idempotencyKey, or a random one when it is empty. On a network error the
 // request is sent once more with the same key, so the server creates at most

@@ -151,6 +151,18 @@ type route struct {
 	h       func(w http.ResponseWriter, r *http.Request, p *Page)
 }
 
+// contentSecurityPolicy is every page's policy: nothing inline, nothing
+// from elsewhere; scripts may also fetch from the extra origins given
+// (the zones' latency probes, on the market).
+func contentSecurityPolicy(connect ...string) string {
+	src := "'self'"
+	for _, o := range connect {
+		src += " " + o
+	}
+	return "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src " + src +
+		"; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+}
+
 // wrap resolves the language, the session and the CSRF token, enforces
 // access and, for state-changing methods, the CSRF rule, then calls the
 // handler with the page's context.
@@ -160,7 +172,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
-		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		h.Set("Content-Security-Policy", contentSecurityPolicy())
 		p := &Page{s: s, Lang: pickLang(w, r, s.cfg.SecureCookies), Path: r.URL.Path, r: r}
 		p.CSRF = s.csrfToken(w, r)
 		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {

@@ -3,12 +3,15 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rating"
 )
 
@@ -226,7 +229,28 @@ func (s *Server) market(w http.ResponseWriter, r *http.Request, p *Page, fleet *
 		return
 	}
 	p.Scripts = []string{"market.js"}
+	w.Header().Set("Content-Security-Policy", contentSecurityPolicy(probeOrigins(d.Zones)...))
 	s.render(w, r, p, "market", d)
+}
+
+// probeOrigins are the origins of the zones' own probe endpoints, which the
+// latency test fetches from the page (sorted, each once). The fleet service
+// checked each URL when it was set; one that fails the check now (stored
+// another way) is left out.
+func probeOrigins(zones []gpurent.Zone) []string {
+	var out []string
+	for _, z := range zones {
+		if z.ProbeURL == "" || fleet.CheckProbeURL(z.ProbeURL) != nil {
+			continue
+		}
+		u, err := url.Parse(z.ProbeURL)
+		if err != nil {
+			continue
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // marketData assembles the market: types and availability, the price now

@@ -206,6 +206,9 @@ type opsFleetData struct {
 type opsZoneRow struct {
 	ID, Name, Region      string
 	Hosts, GPUs, FreeGPUs int
+	// ProbeURL is the zone's latency probe ("" the control plane's);
+	// ProbeValue what its form shows (what was typed, after a refusal).
+	ProbeURL, ProbeValue string
 }
 
 type opsHostRow struct {
@@ -248,6 +251,30 @@ type opsHostData struct {
 }
 
 func (s *Server) opsFleet(w http.ResponseWriter, r *http.Request, p *Page) {
+	s.opsFleetPage(w, r, p, http.StatusOK, "", "")
+}
+
+// opsZoneProbe sets or clears a zone's latency probe, as the API's
+// PUT /api/v1/zones/{id}/probe does; a refused URL shows the fleet page
+// again with the message and what was typed.
+func (s *Server) opsZoneProbe(w http.ResponseWriter, r *http.Request, p *Page) {
+	s.opsPage(p, r, "ops.fleet.title")
+	id, value := r.PathValue("id"), strings.TrimSpace(r.PostFormValue("probe_url"))
+	_, err := s.cfg.Fleet.SetZoneProbe(p.ctx(), p.Account, id, value)
+	again := func(string) { s.opsFleetPage(w, r, p, http.StatusBadRequest, id, value) }
+	if s.opsRefused(w, r, p, err, again) {
+		return
+	}
+	ok := "zone_probe"
+	if value == "" {
+		ok = "zone_probe_cleared"
+	}
+	opsDone(w, r, "/ops/fleet", nil, ok, "zone-"+id)
+}
+
+// opsFleetPage renders the fleet page with the status given; formZone and
+// formValue are a refused probe form's zone and text.
+func (s *Server) opsFleetPage(w http.ResponseWriter, r *http.Request, p *Page, status int, formZone, formValue string) {
 	s.opsPage(p, r, "ops.fleet.title")
 	ctx := p.ctx()
 	q := r.URL.Query()
@@ -266,7 +293,11 @@ func (s *Server) opsFleet(w http.ResponseWriter, r *http.Request, p *Page) {
 	zoneAt := map[string]int{} // zone id → index in d.Zones
 	for _, z := range zones {
 		zoneAt[z.ID] = len(d.Zones)
-		d.Zones = append(d.Zones, opsZoneRow{ID: z.ID, Name: z.Name, Region: z.Region})
+		row := opsZoneRow{ID: z.ID, Name: z.Name, Region: z.Region, ProbeURL: z.ProbeURL, ProbeValue: z.ProbeURL}
+		if z.ID == formZone {
+			row.ProbeValue = formValue
+		}
+		d.Zones = append(d.Zones, row)
 	}
 	states := map[string]int{}
 	var matched []opsHostRow
@@ -321,7 +352,7 @@ func (s *Server) opsFleet(w http.ResponseWriter, r *http.Request, p *Page) {
 	for _, z := range d.Zones {
 		d.Join = append(d.Join, opsJoinRow{Zone: z.ID, Name: z.Name, Command: s.opsJoinCommand(z.ID)})
 	}
-	s.render(w, r, p, "ops_fleet", d)
+	s.renderStatus(w, r, p, status, "ops_fleet", d)
 }
 
 // opsHostRow is a host's line: its state, its agent, and its GPUs counted

@@ -264,7 +264,7 @@ func TestOpsMessages(t *testing.T) {
 	}
 	add("ops.tab.", "overview", "fleet", "prices", "academic", "accounts", "incidents", "revenue")
 	add("ops.ok.", "host_cordon", "host_uncordon", "host_drain", "gpu_cordon", "gpu_repair", "prices", "voucher",
-		"academic_approve", "academic_reject", "credit", "transfer")
+		"academic_approve", "academic_reject", "credit", "transfer", "zone_probe", "zone_probe_cleared")
 	add("ops.err.", opsProblemRequired, opsProblemNegative, opsProblemFormat, opsProblemRange, opsProblemTooLong,
 		opsProblemControl, opsProblemPast)
 	add("ops.host.", string(gpurent.HostReady), string(gpurent.HostCordoned), string(gpurent.HostDraining), string(gpurent.HostDown))

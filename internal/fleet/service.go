@@ -9,7 +9,10 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
+	"net"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -380,4 +383,96 @@ func (s *Service) GPUTypes(ctx context.Context) ([]Availability, error) {
 // Zones lists the zones.
 func (s *Service) Zones(ctx context.Context) ([]gpurent.Zone, error) {
 	return s.cfg.Store.Zones(ctx)
+}
+
+// maxProbeURL bounds a zone's probe URL.
+const maxProbeURL = 512
+
+// CheckProbeURL says whether raw can be a zone's probe endpoint: an
+// absolute http(s) URL with a host, no credentials and no fragment, which
+// a customer's browser fetches to time its way to the zone ("" is none).
+func CheckProbeURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	bad := func(why string) error {
+		return gpurent.Errorf(gpurent.CodeInvalid, "probe URL %q: %s", raw, why)
+	}
+	if len(raw) > maxProbeURL {
+		return gpurent.Errorf(gpurent.CodeInvalid, "a probe URL is at most %d characters", maxProbeURL)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return bad("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("want http:// or https://")
+	case u.Host == "" || u.Hostname() == "":
+		return bad("no host")
+	case u.User != nil:
+		return bad("no credentials in a URL every visitor's browser sees")
+	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
+		return bad("no fragment")
+	case strings.ContainsAny(raw, " \t\r\n\"'<>"):
+		return bad("spaces, quotes and angle brackets must be escaped")
+	case !probeHost(u.Hostname()):
+		return bad("the host must be a DNS name or an IP address")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad("the port must be 1 to 65535")
+		}
+	}
+	return nil
+}
+
+// probeHost says whether h is an IP address or a DNS name (letters,
+// digits, hyphens and dots): the origin goes into the console's
+// Content-Security-Policy, where anything else could change its meaning.
+func probeHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// SetZoneProbe sets the endpoint at a zone's site that customers' browsers
+// time for the zone latency test ("" removes it: the test then times the
+// control plane and says so). Operators only.
+func (s *Service) SetZoneProbe(ctx context.Context, acc *gpurent.Account, zoneID, probeURL string) (*gpurent.Zone, error) {
+	if err := requireOperator(acc); err != nil {
+		return nil, err
+	}
+	if err := CheckProbeURL(probeURL); err != nil {
+		return nil, err
+	}
+	var out *gpurent.Zone
+	err := s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
+		z, err := q.Zone(ctx, zoneID)
+		if err != nil {
+			if gpurent.IsCode(err, gpurent.CodeNotFound) {
+				return gpurent.Errorf(gpurent.CodeNotFound, "zone %q not found", zoneID)
+			}
+			return err
+		}
+		z.ProbeURL = probeURL
+		if err := q.UpsertZone(ctx, *z); err != nil {
+			return err
+		}
+		out = z
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.cfg.Logger.Info("zone probe set", "zone", zoneID, "probe_url", probeURL, "by", acc.ID)
+	return out, nil
 }

@@ -2,9 +2,12 @@ package browser
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agent"
 	"github.com/gpurent/gpurent/internal/rating"
 )
 
@@ -63,8 +67,44 @@ func TestMarketPage(t *testing.T) {
 	if ms := text(t, ctx, "#latency-cd-gaoxin-b"); !regexp.MustCompile(`^\d+(\.\d)? ms$`).MatchString(ms) {
 		t.Fatalf("latency %q", ms)
 	}
-	if title, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#probe-cd-gaoxin-b"), "title")); err != nil || !strings.Contains(title.Value, "control plane") {
-		t.Fatalf("the probe button's title %q (%v) does not say the probe is the control plane", title.Value, err)
+	if note := text(t, ctx, "#probe-cp-cd-gaoxin-b"); !strings.Contains(note, "control plane") {
+		t.Fatalf("a zone without a probe of its own: note %q does not say the control plane is timed", note)
+	}
+
+	// A zone's own probe (an agent's, at another origin): the page times
+	// that endpoint, a warm-up and three timed fetches, and the note goes.
+	var hits atomic.Int32
+	probe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		agent.ProbeHandler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(probe.Close)
+	probeURL := probe.URL + agent.ProbePath
+	if _, err := st.s.Fleet.SetZoneProbe(context.Background(), st.ops, "cd-tianfu-a", probeURL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		run(t, ctx, "reload the market for the new probe", nav(st.url+"/market?lang=en"), chromedp.WaitVisible(chromedp.CSS("#type-h100-80g-sxm")))
+		got, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#probe-cd-tianfu-a"), "data-probe"))
+		if err == nil && got.Value == probeURL {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the market still probes %q for cd-tianfu-a, want %s", got.Value, probeURL)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if n := acctEval[int](t, ctx, `document.querySelectorAll("#probe-cp-cd-tianfu-a").length`); n != 0 {
+		t.Fatal("a zone with its own probe still says the control plane is timed")
+	}
+	run(t, ctx, "measure the zone with its own probe", chromedp.Click(chromedp.CSS("#probe-cd-tianfu-a")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("latency-cd-tianfu-a").hasAttribute("data-ms")`))
+	if ms := text(t, ctx, "#latency-cd-tianfu-a"); !regexp.MustCompile(`^\d+(\.\d)? ms$`).MatchString(ms) {
+		t.Fatalf("latency through the zone's probe %q", ms)
+	}
+	if n := hits.Load(); n != 4 {
+		t.Fatalf("the zone's probe was fetched %d times, want 4 (a warm-up and three timed)", n)
 	}
 
 	// The off-peak badge: a price list whose window holds now shows it;

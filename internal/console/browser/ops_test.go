@@ -321,3 +321,52 @@ func TestOpsHiddenFromCustomers(t *testing.T) {
 func opsJSString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
+
+// TestOpsZoneProbe: an operator sets a zone's latency probe on the fleet
+// page; a URL the fleet service refuses comes back with the message in the
+// page's language and what was typed; an empty field removes the probe.
+func TestOpsZoneProbe(t *testing.T) {
+	st := startSite(t)
+	ctx := browser(t)
+	probeOf := func() string {
+		t.Helper()
+		zs, err := st.s.Fleet.Zones(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, z := range zs {
+			if z.ID == "cd-tianfu-a" {
+				return z.ProbeURL
+			}
+		}
+		t.Fatal("no zone cd-tianfu-a")
+		return ""
+	}
+	for _, c := range []struct{ lang, refused, set, cleared string }{
+		{"zh", "输入有误", "测速端点已设置", "测速端点已移除"},
+		{"en", "Please check your input", "Probe set", "Probe removed"},
+	} {
+		login(t, ctx, st.url, opsEmail, opsPassword, c.lang)
+		got := acctFormError(t, ctx, st.url+"/ops/fleet?lang="+c.lang, "#probe-form-cd-tianfu-a",
+			map[string]string{"probe_url": "ftp://probe.cd-a.example/"}, "#probe-set-cd-tianfu-a")
+		if !strings.Contains(got, c.refused) || !strings.Contains(got, "http") {
+			t.Fatalf("%s: refusal %q", c.lang, got)
+		}
+		if v := acctEval[string](t, ctx, `document.querySelector("#probe-form-cd-tianfu-a input[name=probe_url]").value`); v != "ftp://probe.cd-a.example/" {
+			t.Fatalf("%s: the form lost what was typed: %q", c.lang, v)
+		}
+		if p := probeOf(); p != "" {
+			t.Fatalf("%s: a refused URL was stored: %q", c.lang, p)
+		}
+		acctSubmit(t, ctx, "set the probe", "#probe-form-cd-tianfu-a", map[string]string{"probe_url": "https://probe.cd-a.example:8090/probe"},
+			"#probe-set-cd-tianfu-a", ".flash")
+		if f := text(t, ctx, ".flash"); !strings.Contains(f, c.set) || probeOf() != "https://probe.cd-a.example:8090/probe" {
+			t.Fatalf("%s: after setting: flash %q, probe %q", c.lang, f, probeOf())
+		}
+		acctSubmit(t, ctx, "clear the probe", "#probe-form-cd-tianfu-a", map[string]string{"probe_url": ""},
+			"#probe-set-cd-tianfu-a", ".flash")
+		if f := text(t, ctx, ".flash"); !strings.Contains(f, c.cleared) || probeOf() != "" {
+			t.Fatalf("%s: after clearing: flash %q, probe %q", c.lang, f, probeOf())
+		}
+	}
+}

@@ -43,7 +43,7 @@ type Receiver struct {
 
 	mu   sync.Mutex
 	ops  map[string]*expectation
-	busy map[string]bool // tree directories with a pass running
+	busy map[string]chan struct{} // tree directories with a pass running; closed when it ends
 	gen  uint64
 }
 
@@ -67,7 +67,7 @@ func NewReceiver(log *slog.Logger) *Receiver {
 	return &Receiver{
 		log:  log.With("component", "transfer"),
 		ops:  map[string]*expectation{},
-		busy: map[string]bool{},
+		busy: map[string]chan struct{}{},
 	}
 }
 
@@ -154,20 +154,41 @@ func (r *Receiver) lookup(grant string) *expectation {
 	return exp
 }
 
-// claim marks dir busy; false when a pass into it already runs.
-func (r *Receiver) claim(dir string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.busy[dir] {
-		return false
+// claimWait is how long a pass waits for one into the same tree to end
+// before it is refused: a sender that cut a pass (its other tree failed)
+// and pushes again at once finds the cut pass still unwinding here.
+const claimWait = 3 * time.Second
+
+// claim marks dir busy, waiting up to claimWait for a pass into it to end;
+// false when one still runs then (or ctx ended).
+func (r *Receiver) claim(ctx context.Context, dir string) bool {
+	wait := time.NewTimer(claimWait)
+	defer wait.Stop()
+	for {
+		r.mu.Lock()
+		running, held := r.busy[dir]
+		if !held {
+			r.busy[dir] = make(chan struct{})
+			r.mu.Unlock()
+			return true
+		}
+		r.mu.Unlock()
+		select {
+		case <-running:
+		case <-wait.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
 	}
-	r.busy[dir] = true
-	return true
 }
 
 func (r *Receiver) release(dir string) {
 	r.mu.Lock()
-	delete(r.busy, dir)
+	if running, held := r.busy[dir]; held {
+		close(running)
+		delete(r.busy, dir)
+	}
 	r.mu.Unlock()
 }
 
@@ -205,7 +226,7 @@ func (r *Receiver) ServeChannel(ctx context.Context, grant string, nch ssh.NewCh
 		_ = nch.Reject(ssh.Prohibited, "no "+tree+" tree is expected for this operation")
 		return
 	}
-	if !r.claim(dir) {
+	if !r.claim(ctx, dir) {
 		log.Warn("transfer refused: a pass into the tree is already running", "tree", tree)
 		_ = nch.Reject(ssh.ResourceShortage, "a pass into the "+tree+" of this operation is already running")
 		return

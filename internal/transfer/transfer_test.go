@@ -278,6 +278,34 @@ func TestConcurrentPassRefused(t *testing.T) {
 	requireEqual(t, src.Layer, dst.Layer)
 }
 
+// A pass that arrives while one into the same tree is ending (its sender
+// cut it and pushes again at once) waits for it instead of being refused.
+func TestPassWaitsForOneEnding(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t, nil)
+	src, dst := trees(t), trees(t)
+	populate(t, src, 4)
+	op, token := tg.expect(dst)
+	c := dialTransfer(t, tg, op, token)
+	ch, _, err := c.OpenChannel(access.TransferChannelType, []byte("volume live"))
+	if err != nil {
+		t.Fatalf("open the first pass: %v", err)
+	}
+	// The holder goes half a second into the second push's wait.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		ch.Close()
+		c.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := transfer.Push(ctx, tg.request(op, token, src, true)); err != nil {
+		t.Fatalf("a push while the other pass ended: %v", err)
+	}
+	requireEqual(t, src.Volume, dst.Volume)
+	requireEqual(t, src.Layer, dst.Layer)
+}
+
 // writer changes a tree the way a running instance does, until stopped:
 // whole-file rewrites, in-place block writes, appends, new and deleted
 // files, renames, mode changes, symlink swaps, new and removed

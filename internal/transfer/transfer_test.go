@@ -241,26 +241,15 @@ func TestTransferLoginIsConfined(t *testing.T) {
 // and works once the first is over.
 func TestConcurrentPassRefused(t *testing.T) {
 	t.Parallel()
-	tg := newTarget(t, nil)
-	src, dst := trees(t), trees(t)
-	populate(t, src, 4)
-	op, token := tg.expect(dst)
-
-	// A pass that has opened its channel and sent nothing holds the
-	// volume.
-	c := dialTransfer(t, tg, op, token)
-	ch, _, err := c.OpenChannel(access.TransferChannelType, []byte("volume live"))
-	if err != nil {
-		t.Fatalf("open the first pass: %v", err)
-	}
+	h := holdVolume(t)
+	tg, src, dst, op, token := h.tg, h.src, h.dst, h.op, h.token
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = transfer.Push(ctx, tg.request(op, token, src, false))
+	_, err := transfer.Push(ctx, tg.request(op, token, src, false))
 	if !gpurent.IsCode(err, gpurent.CodeConflict) || !strings.Contains(err.Error(), "already running") {
 		t.Fatalf("second pass = %v (code %s); want conflict, already running", err, gpurent.ErrorCode(err))
 	}
-	ch.Close()
-	c.Close()
+	h.end()
 	// The holder's pass ends once its channel does; then a push goes
 	// through.
 	deadline := time.Now().Add(time.Minute)
@@ -282,28 +271,45 @@ func TestConcurrentPassRefused(t *testing.T) {
 // cut it and pushes again at once) waits for it instead of being refused.
 func TestPassWaitsForOneEnding(t *testing.T) {
 	t.Parallel()
-	tg := newTarget(t, nil)
-	src, dst := trees(t), trees(t)
-	populate(t, src, 4)
-	op, token := tg.expect(dst)
-	c := dialTransfer(t, tg, op, token)
+	h := holdVolume(t)
+	// The holder goes half a second into the second push's wait.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		h.end()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := transfer.Push(ctx, h.tg.request(h.op, h.token, h.src, true)); err != nil {
+		t.Fatalf("a push while the other pass ended: %v", err)
+	}
+	requireEqual(t, h.src.Volume, h.dst.Volume)
+	requireEqual(t, h.src.Layer, h.dst.Layer)
+}
+
+// volumeHeld is a target expecting a push of src into dst, whose volume a
+// pass holds: one that opened its channel and sent nothing; end ends it.
+type volumeHeld struct {
+	tg        *target
+	src, dst  runtime.Trees
+	op, token string
+	end       func()
+}
+
+func holdVolume(t *testing.T) volumeHeld {
+	t.Helper()
+	h := volumeHeld{tg: newTarget(t, nil), src: trees(t), dst: trees(t)}
+	populate(t, h.src, 4)
+	h.op, h.token = h.tg.expect(h.dst)
+	c := dialTransfer(t, h.tg, h.op, h.token)
 	ch, _, err := c.OpenChannel(access.TransferChannelType, []byte("volume live"))
 	if err != nil {
 		t.Fatalf("open the first pass: %v", err)
 	}
-	// The holder goes half a second into the second push's wait.
-	go func() {
-		time.Sleep(500 * time.Millisecond)
+	h.end = func() {
 		ch.Close()
 		c.Close()
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := transfer.Push(ctx, tg.request(op, token, src, true)); err != nil {
-		t.Fatalf("a push while the other pass ended: %v", err)
 	}
-	requireEqual(t, src.Volume, dst.Volume)
-	requireEqual(t, src.Layer, dst.Layer)
+	return h
 }
 
 // writer changes a tree the way a running instance does, until stopped:

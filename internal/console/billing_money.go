@@ -1,7 +1,6 @@
 package console
 
 import (
-	"strconv"
 	"strings"
 	"time"
 )
@@ -21,53 +20,24 @@ const (
 )
 
 // billParseYuan reads an amount of yuan as a person types it ("100",
-// "99.5", "1,234.50", "¥20") into fen, exactly: digits with at most two
-// decimals, no sign, no exponent. Zero is taken only when zeroOK (a limit
-// of 0 means none); otherwise the amount must be at least minFen. Nothing
-// above maxFen is taken.
+// "99.5", "1,234.50", "¥20") into fen with parseYuan; a trailing point
+// ("12.") reads as a typo. Zero is taken only when zeroOK (a limit of 0
+// means none); otherwise the amount must be at least minFen. Nothing above
+// maxFen is taken.
 func billParseYuan(s string, zeroOK bool, minFen, maxFen int64) (int64, billAmountProblem) {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "¥"), "￥")
-	s = strings.ReplaceAll(strings.TrimSpace(s), ",", "")
-	if s == "" {
+	if strings.HasSuffix(strings.TrimSpace(s), ".") {
 		return 0, billNotMoney
 	}
-	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" && (!dot || frac == "") {
-		return 0, billNotMoney
-	}
-	for _, part := range []string{whole, frac} {
-		for _, c := range part {
-			if c < '0' || c > '9' {
-				if strings.HasPrefix(s, "-") {
-					return 0, billNegative
-				}
-				return 0, billNotMoney
-			}
-		}
-	}
-	if dot && frac == "" {
-		return 0, billNotMoney // "12." reads as a typo
-	}
-	if len(frac) > 2 {
-		return 0, billDecimals
-	}
-	if len(strings.TrimLeft(whole, "0")) > 12 {
-		return 0, billTooLarge // beyond any cap; keeps the arithmetic in range
-	}
-	var yuan int64
-	if whole != "" {
-		var err error
-		if yuan, err = strconv.ParseInt(whole, 10, 64); err != nil {
-			return 0, billNotMoney
-		}
-	}
-	for len(frac) < 2 {
-		frac += "0"
-	}
-	cents, _ := strconv.ParseInt(frac, 10, 64)
-	fen := yuan*100 + cents
+	fen, problem := parseYuan(s)
 	switch {
+	case problem == yuanNegative:
+		return 0, billNegative
+	case problem == yuanDecimals:
+		return 0, billDecimals
+	case problem == yuanHuge:
+		return 0, billTooLarge
+	case problem != yuanOK:
+		return 0, billNotMoney
 	case fen == 0 && zeroOK:
 		return 0, billOK
 	case fen == 0:
@@ -86,15 +56,7 @@ func billYuanValue(fen int64) string {
 	if fen == 0 {
 		return "0"
 	}
-	sign := ""
-	if fen < 0 {
-		sign, fen = "-", -fen
-	}
-	cents := strconv.FormatInt(fen%100, 10)
-	if len(cents) == 1 {
-		cents = "0" + cents
-	}
-	return sign + strconv.FormatInt(fen/100, 10) + "." + cents
+	return yuanValue(fen)
 }
 
 // billMonths are the statement months of an account: from the month it was

@@ -226,44 +226,17 @@ func calcPurchaseDefaults(typeID string) (calcPurchase, bool) {
 }
 
 // calcParseYuan reads an amount of yuan as typed ("300000", "2,600,000",
-// "0.8", "¥1,234.56") into fen. At most two decimals; no sign.
+// "2 600 000", "0.8", "¥1,234.56") into fen with parseYuan. At most two
+// decimals; no sign.
 func calcParseYuan(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "¥"), "￥")
-	s = strings.NewReplacer(",", "", "，", "", " ", "").Replace(s)
-	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" && (!dot || frac == "") || len(frac) > 2 || len(whole) > 12 {
-		return 0, false
-	}
-	for _, c := range whole + frac {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	var fen int64
-	if whole != "" {
-		w, err := strconv.ParseInt(whole, 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		fen = w * 100
-	}
-	for len(frac) < 2 {
-		frac += "0"
-	}
-	f, _ := strconv.ParseInt(frac, 10, 64)
-	return fen + f, true
+	fen, problem := parseYuan(strings.NewReplacer("，", "", " ", "").Replace(s))
+	return fen, problem == yuanOK
 }
 
 // calcFormatYuan writes fen back as the form shows it: "300000",
 // "0.8", "1234.56".
 func calcFormatYuan(fen int64) string {
-	s := strconv.FormatInt(fen/100, 10)
-	if f := fen % 100; f != 0 {
-		d := strconv.FormatInt(100+f, 10)[1:]
-		s += "." + strings.TrimSuffix(d, "0")
-	}
-	return s
+	return strings.TrimSuffix(strings.TrimRight(yuanValue(fen), "0"), ".")
 }
 
 // calcParseTenths reads hours like "8", "8.5" or "0.1" into tenths.

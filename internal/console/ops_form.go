@@ -30,74 +30,36 @@ const (
 )
 
 // opsParseYuan reads an amount of money typed in yuan ("12", "12.3",
-// "1,234.56", "¥8") into fen, exactly: at most two decimals, at most
-// maxFen. It answers the fen and "" or a problem.
+// "1,234.56", "¥8", "+3") into fen with parseYuan, at most maxFen. It
+// answers the fen and "" or a problem.
 func opsParseYuan(s string, maxFen int64) (int64, string) {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "¥"), "￥")
-	s = strings.TrimSpace(strings.ReplaceAll(s, ",", ""))
-	if s == "" {
+	fen, problem := parseYuan(strings.TrimPrefix(strings.TrimSpace(s), "+"))
+	switch {
+	case problem == yuanEmpty:
 		return 0, opsProblemRequired
-	}
-	if strings.HasPrefix(s, "-") {
+	case problem == yuanNegative:
 		return 0, opsProblemNegative
-	}
-	s = strings.TrimPrefix(s, "+")
-	whole, frac, dotted := strings.Cut(s, ".")
-	if whole == "" && (!dotted || frac == "") {
+	case problem == yuanHuge || problem == yuanOK && fen > maxFen:
+		return 0, opsProblemRange
+	case problem != yuanOK:
 		return 0, opsProblemFormat
 	}
-	if len(frac) > 2 {
-		return 0, opsProblemFormat
-	}
-	for _, part := range []string{whole, frac} {
-		for _, c := range part {
-			if c < '0' || c > '9' {
-				return 0, opsProblemFormat
-			}
-		}
-	}
-	if len(whole) > 15 { // beyond any price or credit; keeps the product in int64
+	return fen, ""
+}
+
+// opsParseAmount reads an amount to credit or grant: as opsParseYuan,
+// and zero is out of range.
+func opsParseAmount(s string, maxFen int64) (int64, string) {
+	fen, problem := opsParseYuan(s, maxFen)
+	if problem == "" && fen == 0 {
 		return 0, opsProblemRange
 	}
-	var yuan int64
-	if whole != "" {
-		n, err := strconv.ParseInt(whole, 10, 64)
-		if err != nil {
-			return 0, opsProblemFormat
-		}
-		yuan = n
-	}
-	var fen int64
-	switch len(frac) {
-	case 1:
-		fen = int64(frac[0]-'0') * 10
-	case 2:
-		fen = int64(frac[0]-'0')*10 + int64(frac[1]-'0')
-	}
-	total := yuan*100 + fen
-	if total > maxFen {
-		return 0, opsProblemRange
-	}
-	return total, ""
+	return fen, problem
 }
 
 // opsYuanValue is fen as a form field's value in yuan: 123456 → "1234.56",
 // 700 → "7.00". opsParseYuan reads it back to the same fen.
-func opsYuanValue(fen int64) string {
-	sign := ""
-	if fen < 0 {
-		sign, fen = "-", -fen
-	}
-	return sign + strconv.FormatInt(fen/100, 10) + "." + opsTwoDigits(fen%100)
-}
-
-func opsTwoDigits(n int64) string {
-	if n < 10 {
-		return "0" + strconv.FormatInt(n, 10)
-	}
-	return strconv.FormatInt(n, 10)
-}
+func opsYuanValue(fen int64) string { return yuanValue(fen) }
 
 // opsYuanNumber is fen as a JSON number of yuan ("12.34") for a chart's
 // values: exact decimal text, no float on the way.

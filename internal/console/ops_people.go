@@ -271,10 +271,7 @@ func (s *Server) opsCredit(w http.ResponseWriter, r *http.Request, p *Page) {
 		again(p.opsFieldError(opsProblemRequired, "ops.accounts.account"))
 		return
 	}
-	amount, problem := opsParseYuan(f.Amount, wallet.MaxCreditFen)
-	if problem == "" && amount == 0 {
-		problem = opsProblemRange
-	}
+	amount, problem := opsParseAmount(f.Amount, wallet.MaxCreditFen)
 	if problem != "" {
 		again(p.opsFieldError(problem, "ops.accounts.amount"))
 		return
@@ -286,16 +283,11 @@ func (s *Server) opsCredit(w http.ResponseWriter, r *http.Request, p *Page) {
 	}
 	// The account is an id or an e-mail address; the service takes both.
 	_, _, err := s.cfg.Wallet.Credit(p.ctx(), p.Account, f.Account, amount, reason, "console:"+f.Key)
-	switch {
-	case gpurent.IsCode(err, gpurent.CodeNotFound):
+	if gpurent.IsCode(err, gpurent.CodeNotFound) {
 		again(p.T("ops.accounts.no_such", f.Account))
 		return
-	case gpurent.IsCode(err, gpurent.CodeInvalid) || gpurent.IsCode(err, gpurent.CodeConflict):
-		p.formError(err)
-		again(p.Error)
-		return
-	case err != nil:
-		s.fail(w, r, p, err)
+	}
+	if s.opsRefused(w, r, p, err, again) {
 		return
 	}
 	opsDone(w, r, "/ops/accounts", url.Values{"q": {f.Account}}, "credit", "")
@@ -324,25 +316,17 @@ func (s *Server) opsConfirmTransfer(w http.ResponseWriter, r *http.Request, p *P
 		again(p.opsFieldError(problem, "ops.accounts.reference"))
 		return
 	}
-	amount, problem := opsParseYuan(f.Amount, wallet.MaxCreditFen)
-	if problem == "" && amount == 0 {
-		problem = opsProblemRange
-	}
+	amount, problem := opsParseAmount(f.Amount, wallet.MaxCreditFen)
 	if problem != "" {
 		again(p.opsFieldError(problem, "ops.accounts.amount"))
 		return
 	}
 	res, err := s.cfg.Wallet.ConfirmPayment(p.ctx(), f.Provider, ref, amount)
-	switch {
-	case gpurent.IsCode(err, gpurent.CodeNotFound):
+	if gpurent.IsCode(err, gpurent.CodeNotFound) {
 		again(p.T("ops.accounts.no_payment", ref))
 		return
-	case gpurent.IsCode(err, gpurent.CodeInvalid) || gpurent.IsCode(err, gpurent.CodeConflict):
-		p.formError(err)
-		again(p.Error)
-		return
-	case err != nil:
-		s.fail(w, r, p, err)
+	}
+	if s.opsRefused(w, r, p, err, again) {
 		return
 	}
 	s.log.Info("payment settled by an operator (console)", "operator", p.Account.ID, "provider", f.Provider, "payment", ref)

@@ -392,10 +392,7 @@ func (s *Server) opsCreateVoucher(w http.ResponseWriter, r *http.Request, p *Pag
 		d.Voucher = f
 		s.renderStatus(w, r, p, http.StatusBadRequest, "ops_prices", d)
 	}
-	amount, problem := opsParseYuan(f.Amount, wallet.MaxCreditFen)
-	if problem == "" && amount == 0 {
-		problem = opsProblemRange
-	}
+	amount, problem := opsParseAmount(f.Amount, wallet.MaxCreditFen)
 	if problem != "" {
 		again(p.opsFieldError(problem, "ops.voucher.amount"))
 		return

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"encoding/csv"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -58,20 +56,7 @@ func (s *Server) handleStatement(w http.ResponseWriter, r *http.Request, acc *gp
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="gpurent-`+out.Month+`.csv"`)
 		w.WriteHeader(http.StatusOK)
-		c := csv.NewWriter(w)
-		_ = c.Write([]string{"month", "instance_id", "instance_name", "gpu_type", "gpus", "window", "rate_fen_per_hour",
-			"units", "seconds", "exact_fen", "amount_fen", "price_permille"})
-		for _, l := range out.Lines {
-			share := ""
-			if l.PricePermille > 0 {
-				share = strconv.Itoa(l.PricePermille)
-			}
-			_ = c.Write([]string{out.Month, l.InstanceID, l.InstanceName, l.GPUType, strconv.Itoa(l.GPUs), l.Window,
-				strconv.FormatInt(l.RateFen, 10), strconv.FormatInt(l.Units, 10), strconv.FormatInt(l.Seconds, 10),
-				l.Exact, strconv.FormatInt(l.Fen, 10), share})
-		}
-		_ = c.Write([]string{out.Month, "", "", "", "", "total", "", "", "", "", strconv.FormatInt(out.TotalFen, 10), ""})
-		c.Flush()
+		_ = st.WriteCSV(w) // the status is sent: a broken connection is all that can fail
 	default:
 		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "format must be json or csv"))
 	}

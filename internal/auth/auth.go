@@ -122,16 +122,16 @@ func (s *Service) CreateAccount(ctx context.Context, email, name, password strin
 	if balanceFen < 0 {
 		return nil, gpurent.Errorf(gpurent.CodeInvalid, "opening balance must not be negative")
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.cost)
+	hash, err := s.hashPassword(password)
 	if err != nil {
-		return nil, gpurent.WrapError(gpurent.CodeInternal, err, "hashing the password failed")
+		return nil, err
 	}
 	acc := &gpurent.Account{
 		ID:           gpurent.NewID(gpurent.PrefixAccount),
 		Email:        addr,
 		Name:         name,
 		Role:         role,
-		PasswordHash: string(hash),
+		PasswordHash: hash,
 		BalanceFen:   balanceFen,
 		CreatedAt:    s.now().UTC(),
 	}
@@ -249,6 +249,16 @@ func NormalizeEmail(email string) (string, error) {
 		return "", gpurent.Errorf(gpurent.CodeInvalid, "e-mail %q is not a valid address (expected name@example.com)", email)
 	}
 	return strings.ToLower(email), nil
+}
+
+// hashPassword is the bcrypt hash, at the service's cost, of a password
+// the caller has validated.
+func (s *Service) hashPassword(password string) (string, error) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.cost)
+	if err != nil {
+		return "", gpurent.WrapError(gpurent.CodeInternal, err, "hashing the password failed")
+	}
+	return string(hash), nil
 }
 
 // ValidatePassword checks a new password's length in bytes.

@@ -109,9 +109,9 @@ func (s *Service) ResetPassword(ctx context.Context, secret, newPassword string)
 	if err := ValidatePassword(newPassword); err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(newPassword), s.cost)
+	hash, err := s.hashPassword(newPassword)
 	if err != nil {
-		return gpurent.WrapError(gpurent.CodeInternal, err, "hashing the password failed")
+		return err
 	}
 	return s.store.InTx(ctx, func(q gpurent.Queries) error {
 		if err := q.DeleteToken(ctx, tok.ID); err != nil {
@@ -120,7 +120,7 @@ func (s *Service) ResetPassword(ctx context.Context, secret, newPassword string)
 			}
 			return err
 		}
-		return replacePassword(ctx, q, tok.AccountID, string(hash))
+		return replacePassword(ctx, q, tok.AccountID, hash)
 	})
 }
 
@@ -148,12 +148,12 @@ func (s *Service) ChangePassword(ctx context.Context, acc *gpurent.Account, curr
 	if err := ValidatePassword(newPassword); err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(newPassword), s.cost)
+	hash, err := s.hashPassword(newPassword)
 	if err != nil {
-		return gpurent.WrapError(gpurent.CodeInternal, err, "hashing the password failed")
+		return err
 	}
 	return s.store.InTx(ctx, func(q gpurent.Queries) error {
-		return replacePassword(ctx, q, acc.ID, string(hash))
+		return replacePassword(ctx, q, acc.ID, hash)
 	})
 }
 

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/csv"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -463,7 +462,7 @@ func (s *Server) billingStatement(w http.ResponseWriter, r *http.Request, p *Pag
 		return
 	}
 	if asCSV {
-		writeStatementCSV(w, key, st)
+		writeStatementCSV(w, st)
 		return
 	}
 	p.Title, p.Nav = p.T("billing.statement.title", key), "billing"
@@ -492,26 +491,13 @@ func (s *Server) billingStatement(w http.ResponseWriter, r *http.Request, p *Pag
 	s.render(w, r, p, "billing_statement", d)
 }
 
-// writeStatementCSV writes a statement with the API's CSV columns.
-func writeStatementCSV(w http.ResponseWriter, month string, st *metering.Statement) {
+// writeStatementCSV sends a statement as the API's CSV download.
+func writeStatementCSV(w http.ResponseWriter, st *metering.Statement) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="gpurent-`+month+`.csv"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="gpurent-`+st.Month.Format("2006-01")+`.csv"`)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	c := csv.NewWriter(w)
-	_ = c.Write([]string{"month", "instance_id", "instance_name", "gpu_type", "gpus", "window", "rate_fen_per_hour",
-		"units", "seconds", "exact_fen", "amount_fen", "price_permille"})
-	for _, l := range st.Lines {
-		share := ""
-		if l.PricePermille > 0 {
-			share = strconv.Itoa(l.PricePermille)
-		}
-		_ = c.Write([]string{month, l.InstanceID, l.InstanceName, l.TypeID, strconv.Itoa(l.GPUCount), l.Window,
-			strconv.FormatInt(l.RateFen, 10), strconv.FormatInt(l.Units, 10), strconv.FormatInt(l.Seconds, 10),
-			l.ExactText, strconv.FormatInt(l.Fen, 10), share})
-	}
-	_ = c.Write([]string{month, "", "", "", "", "total", "", "", "", "", strconv.FormatInt(st.TotalFen, 10), ""})
-	c.Flush()
+	_ = st.WriteCSV(w) // the status is sent: a broken connection is all that can fail
 }
 
 // billOp is a ledger operation in the page's language.

@@ -202,3 +202,17 @@ type BenchFinish struct {
 	Certs     []GPUCert
 	Next      *BenchJob
 }
+
+// IdleRunFlag marks a GPU for a benchmark run on the idle card: a
+// customer's verify found it failing under their rental, and a verify
+// never delists, degrades or attributes by itself (the customer controls
+// the load, and could earn a credit or a cheaper card by faking a slow
+// one). The schedule runs the flagged card as soon as it is idle; that
+// run alone decides.
+type IdleRunFlag struct {
+	GPUID     string
+	HostID    string
+	JobID     string // the verify job that flagged the card
+	Reason    string
+	FlaggedAt time.Time
+}

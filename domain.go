@@ -36,6 +36,9 @@ const (
 	TokenSession TokenKind = "session" // from a password login, expires
 	TokenAPI     TokenKind = "api"     // made by the user for scripts
 	TokenReset   TokenKind = "reset"   // a password-reset link's, expires in an hour
+	// TokenEmailVerify is an e-mail verification link's (its Name holds the
+	// address it proves), single-use, expires.
+	TokenEmailVerify TokenKind = "email_verify"
 )
 
 // Token is a bearer credential. Only its SHA-256 hash is stored.
@@ -217,13 +220,46 @@ type Instance struct {
 	// instance's GPUs: FailoverAuto ("" reads as it) moves it to healthy
 	// GPUs of the same type; FailoverWait keeps it where it is and tells
 	// the customer.
-	Failover  Failover
+	Failover Failover
+	// StartupCommand is what the instance's init starts when the
+	// instance starts: nil runs the image's own entrypoint and command,
+	// "" none, anything else is a shell line run with /bin/sh -c
+	// (written by CreateInstance and UpdateInstance).
+	StartupCommand *string
+	// Startup is the startup command's latest status as the instance's
+	// agent reported it, nil before any report (written only by
+	// RecordStartupStatus).
+	Startup   *StartupStatus
 	Version   int64 // optimistic concurrency: bumped by every UpdateInstance
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Filled by reads from the open allocation, if any.
 	AllocationID string
 	GPUIDs       []string
+}
+
+// MaxStartupCommandBytes bounds an instance's startup command.
+const MaxStartupCommandBytes = 4096
+
+// StartupStatus is how an instance's startup command stands, as its agent
+// last reported it. The instance itself keeps running whatever the
+// command does.
+type StartupStatus struct {
+	// State is "none" (no startup command), "running", "exited" or
+	// "failed" (it could not be started: Error says why).
+	State     string
+	Command   []string // as run (argv)
+	StartedAt *time.Time
+	ExitedAt  *time.Time
+	// ExitCode is the exit code, -1 when a signal ended it (Signal names
+	// it); nil while it runs.
+	ExitCode   *int
+	Signal     string
+	Error      string
+	ReportedAt time.Time
+	// EventKey names the exit or failure this status reports ("" while
+	// none): the instance's event for it is recorded once per key.
+	EventKey string
 }
 
 // Active reports whether the instance is neither deleted nor being deleted.

@@ -20,7 +20,7 @@ go test -run '^$' -bench UpgradeDowntime -benchtime 5x ./internal/agent/runtime/
 GPURENT_BENCH_10G=1 go test -run '^$' -bench BenchmarkMove -benchtime 1x -timeout 30m ./internal/transfer/
 GPURENT_BENCH_10G=1 go test -run '^$' -bench MoveDowntime -benchtime 1x -timeout 30m ./internal/app/
 go test -run '^$' -bench Failover -benchtime 3x ./internal/app/
-go test -run '^$' -bench . ./internal/health/ ./internal/sla/
+go test -run '^$' -bench . ./internal/faultrules/ ./internal/sla/
 go test -run '^$' -bench . -benchtime 20x ./internal/certification/
 go test -run '^$' -bench . -benchtime 10x ./internal/transparency/
 go test -run '^$' -bench LatestSummaries -benchtime 10x ./internal/store/sqlite/ ./internal/store/postgres/

@@ -24,6 +24,19 @@ install_pkgs() {
 
 command -v go >/dev/null 2>&1 || die "missing: Go (https://go.dev/dl), 1.26 or newer"
 
+# The toolchain go.mod names carries the standard library's security fixes
+# that govulncheck holds the build to. A Go installed with GOTOOLCHAIN=local
+# would not switch to it by itself: fetch it through the module proxy.
+want=$(sed -n 's/^toolchain //p' go.mod)
+if [ -n "$want" ] && [ "$(go env GOVERSION)" != "$want" ]; then
+	if GOTOOLCHAIN=$want go version >/dev/null 2>&1; then
+		export GOTOOLCHAIN=$want
+		say "Go toolchain $want (go.mod)"
+	else
+		say "warning: the toolchain $want (go.mod) could not be fetched; testing with $(go env GOVERSION), which govulncheck may hold to fixes it lacks"
+	fi
+fi
+
 # --- Docker Engine -----------------------------------------------------------
 if ! docker info >/dev/null 2>&1; then
 	pkgs=()
@@ -49,10 +62,21 @@ for tool in ssh scp sftp ssh-keygen; do
 	command -v "$tool" >/dev/null 2>&1 || { install_pkgs openssh-client; break; }
 done
 
+# --- pasta, nft, nsenter, ip (the pasta network and egress tests, as root) ---
+pkgs=()
+command -v pasta >/dev/null 2>&1 || pkgs+=(passt)
+command -v nft >/dev/null 2>&1 || pkgs+=(nftables)
+command -v nsenter >/dev/null 2>&1 || pkgs+=(util-linux)
+command -v ip >/dev/null 2>&1 || pkgs+=(iproute2)
+[ ${#pkgs[@]} -gt 0 ] && install_pkgs "${pkgs[@]}"
+
 # --- Chromium (the console's browser tests drive a real headless Chromium) ----
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	install_pkgs chromium
 fi
+
+# --- OCI registry (image pulls are tested against Debian's docker-registry) ---
+[ -x /usr/bin/docker-registry ] || install_pkgs docker-registry
 
 # --- SMTP server (the mail tests deliver to a real aiosmtpd on loopback) -------
 # Debian's python3 has it; a python3 earlier on PATH may be another install.
@@ -86,10 +110,42 @@ say "benchmark programs: py_compile and unit tests (standard library only)"
 python3 -m py_compile bench/gpurent_bench/*.py
 (cd bench && python3 -m unittest discover -s tests)
 
+# --- OpenAPI lint: Redocly and Spectral, pinned in scripts/openapi-lint -----
+{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || install_pkgs nodejs npm
+say "openapi.json: Redocly and Spectral (scripts/openapi-lint)"
+./scripts/openapi-lint/lint.sh
+
 say "go vet"
 go vet ./...
+say "staticcheck (go.mod tool)"
+go tool staticcheck ./...
+# govulncheck needs the Go vulnerability database: GOVULNDB when set (a
+# mirror, or file:///path of a copy), else vuln.go.dev when it answers,
+# else a copy built from the golang.org/x/vulndb module, fetched through
+# the Go module proxy like any module (scripts/vulndb.py). When none can be
+# had the check does not run, and this says so plainly; a finding fails.
+vulndb=${GOVULNDB:-}
+if [ -z "$vulndb" ] && curl -fsS -m 20 -o /dev/null https://vuln.go.dev/index/db.json.gz 2>/dev/null; then
+	vulndb=https://vuln.go.dev
+fi
+if [ -z "$vulndb" ] && command -v python3 >/dev/null 2>&1 &&
+	src=$(cd "${TMPDIR:-/tmp}" && go mod download -json golang.org/x/vulndb@latest 2>/dev/null |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') && [ -n "$src" ]; then
+	vulndir=$(mktemp -d)
+	trap 'rm -rf "$vulndir"' EXIT
+	python3 scripts/vulndb.py "$src" "$vulndir"
+	vulndb="file://$vulndir"
+fi
+if [ -z "$vulndb" ]; then
+	say "govulncheck: database unreachable (neither vuln.go.dev nor golang.org/x/vulndb through the module proxy); the check did not run"
+else
+	say "govulncheck (database $vulndb)"
+	go tool govulncheck -db "$vulndb" ./...
+fi
 say "go test -race ./... (SQLite, PostgreSQL, Docker Engine)"
 go test -race -count=1 -timeout 30m ./... "$@"
+say "fuzz targets, each for a bounded time (scripts/fuzz.sh)"
+./scripts/fuzz.sh
 say "NVML provider built with cgo and -tags nvml (no driver here: its guard must hold)"
 CGO_ENABLED=1 go test -count=1 -tags nvml ./internal/gpu/nvml/
 say "CGO_ENABLED=0 build"

@@ -21,9 +21,15 @@ func DefaultDomains() []string {
 	return []string{"edu.cn", "ac.cn", "edu", "ac.uk", "edu.hk", "edu.tw", "ac.jp", "edu.au", "edu.sg"}
 }
 
+// Store is what the academic service reads and writes: the applications
+// and their audit.
+type Store interface {
+	gpurent.AcademicStore
+}
+
 // Config configures the service.
 type Config struct {
-	Store  gpurent.Store
+	Store  Store
 	Now    func() time.Time
 	Logger *slog.Logger
 	// Domains are the accepted university e-mail domain suffixes
@@ -33,6 +39,17 @@ type Config struct {
 	Validity time.Duration
 	// MaxProofBytes bounds an uploaded proof (default 512 KiB).
 	MaxProofBytes int
+	// Emails says whether the account proved its current address (the
+	// auth service). An application by university e-mail is refused until
+	// it has: an unproven address proves nothing. Nil: addresses are taken
+	// as they are (tests of other things only).
+	Emails EmailVerifier
+}
+
+// EmailVerifier says whether an account proved its current e-mail address
+// (internal/auth).
+type EmailVerifier interface {
+	EmailVerified(ctx context.Context, acc *gpurent.Account) (bool, error)
 }
 
 // Service is the academic verification service.
@@ -95,6 +112,16 @@ func (s *Service) Apply(ctx context.Context, acc *gpurent.Account, method gpuren
 			return nil, gpurent.Errorf(gpurent.CodeInvalid,
 				"%s is not a university address this operator recognises (%s); apply with a proof instead",
 				acc.Email, strings.Join(s.cfg.Domains, ", "))
+		}
+		if s.cfg.Emails != nil {
+			ok, err := s.cfg.Emails.EmailVerified(ctx, acc)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, gpurent.Errorf(gpurent.CodeInvalid,
+					"%s is not verified yet: confirm it with the link we mail you (account page, \"resend\"), then apply", acc.Email)
+			}
 		}
 		proof = ""
 	case gpurent.AcademicProof:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/academic"
+	"github.com/gpurent/gpurent/internal/auth"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -146,5 +147,40 @@ func TestApplyApprove(t *testing.T) {
 	}
 	if o, _ := f.st.AccountByID(ctx, f.outsider.ID); o.AcademicUntil != nil {
 		t.Errorf("rejection made the account academic")
+	}
+}
+
+// TestUniversityEmailMustBeVerified: an application by university e-mail
+// from an address the account never proved is refused (on both stores);
+// once the auth service verified it, the same application is filed, and
+// a proof-based application never needed it.
+func TestUniversityEmailMustBeVerified(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) gpurent.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			au := auth.New(auth.Config{Store: st})
+			svc := academic.New(academic.Config{Store: st, Emails: au})
+			student := storetest.SeedAccount(t, st, "zhang@std.uestc.edu.cn")
+			_, err := svc.Apply(ctx, student, gpurent.AcademicEmailDomain, "UESTC", "")
+			if !gpurent.IsCode(err, gpurent.CodeInvalid) || !strings.Contains(err.Error(), "not verified") {
+				t.Fatalf("unverified university address: %v, want refused", err)
+			}
+			if _, err := svc.Apply(ctx, student, gpurent.AcademicProof, "UESTC", "student card"); err != nil {
+				t.Fatalf("a proof needs no verified address: %v", err)
+			}
+			other := storetest.SeedAccount(t, st, "wu@std.uestc.edu.cn")
+			secret, err := au.RequestEmailVerification(ctx, other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := au.ConfirmEmail(ctx, other, secret); err != nil {
+				t.Fatal(err)
+			}
+			a, err := svc.Apply(ctx, other, gpurent.AcademicEmailDomain, "UESTC", "")
+			if err != nil || a.Email != other.Email {
+				t.Fatalf("verified university address: %+v %v", a, err)
+			}
+		})
 	}
 }

@@ -46,14 +46,13 @@ func loopbackTargets(host string, port uint32) ([]string, string) {
 }
 
 func (c *conn) handleForward(nch ssh.NewChannel) {
-	var m directTCPIPMsg
-	if err := ssh.Unmarshal(nch.ExtraData(), &m); err != nil {
-		c.refused(KindForward, "", "malformed direct-tcpip request")
+	m, targets, reason, malformed := parseForward(nch.ExtraData())
+	if malformed {
+		c.refused(KindForward, "", reason)
 		_ = nch.Reject(ssh.ConnectionFailed, "malformed request")
 		return
 	}
 	dest := net.JoinHostPort(m.Host, strconv.FormatUint(uint64(m.Port), 10))
-	targets, reason := loopbackTargets(m.Host, m.Port)
 	if reason != "" {
 		c.refused(KindForward, dest, reason)
 		_ = nch.Reject(ssh.Prohibited, reason)

@@ -73,18 +73,6 @@ func (p *instanceProc) open(name string, flag int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "/proc/"+strconv.Itoa(p.pid)+"/"+name), nil
 }
 
-// read reads a small file under /proc/<pid> of the pinned process.
-func (p *instanceProc) read(name string) ([]byte, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/" + name)
-	if aerr := p.alive(); aerr != nil {
-		return nil, aerr
-	}
-	if err != nil {
-		return nil, gpurent.WrapError(gpurent.CodeInternal, err, "read %s of instance %s", name, p.instance)
-	}
-	return b, nil
-}
-
 func (p *instanceProc) close() { _ = unix.Close(p.pidfd) }
 
 // dialInNetns dials addr from inside the network namespace netns (an open

@@ -30,6 +30,11 @@ const (
 	DefaultHandshakeTimeout  = 30 * time.Second
 	DefaultMaxConnections    = 512
 	DefaultMaxChannels       = 64
+
+	DefaultMaxHandshakesPerAddr      = 16
+	DefaultMaxHandshakes             = 128
+	DefaultMaxConnectionsPerInstance = 32
+	DefaultMaxChannelsPerInstance    = 128
 )
 
 // callTimeout bounds one call to the runtime made while setting a session
@@ -47,9 +52,11 @@ type Config struct {
 	Runtime runtime.Access
 	// Logger receives refusals and failures (nil: discarded).
 	Logger *slog.Logger
-	// SFTPHelper is the command line of the sftp helper process, to which
-	// the server appends its arguments. Default: this executable with
-	// SFTPHelperCommand.
+	// SFTPHelper is the command line of the sftp helper: a static Linux
+	// executable on this host, which the server copies into an instance
+	// (under SFTPHelperDir, through runtime.Installer) and runs there
+	// through the runtime's exec with the arguments that follow. Default:
+	// this executable with SFTPHelperCommand (a CGO_ENABLED=0 build).
 	SFTPHelper []string
 	// KeepaliveInterval is how often the server asks the client whether it
 	// is alive (keepalive@openssh.com); a connection that leaves
@@ -68,6 +75,18 @@ type Config struct {
 	// MaxChannels the channels open at once on one (default 64).
 	MaxConnections int
 	MaxChannels    int
+	// MaxHandshakesPerAddr bounds the connections from one remote address
+	// that have not authenticated yet (default 16), MaxHandshakes all of
+	// them (default 128): what cannot authenticate (a container that can
+	// reach the server, say) never holds the slots the gateway needs.
+	MaxHandshakesPerAddr int
+	MaxHandshakes        int
+	// MaxConnectionsPerInstance bounds the authenticated connections to
+	// one instance (or of one move; default 32), MaxChannelsPerInstance
+	// the channels open on all of them (default 128): one instance's users
+	// cannot starve the others'.
+	MaxConnectionsPerInstance int
+	MaxChannelsPerInstance    int
 	// Audit, when set, receives every session's start and end and every
 	// refusal. It is called synchronously: it must not block for long.
 	Audit func(Event)
@@ -83,9 +102,14 @@ type Server struct {
 	log    *slog.Logger
 	sshCfg *ssh.ServerConfig
 	conns  chan struct{} // a slot per connection
+	limits *limits
 
 	mu      sync.RWMutex
 	trusted [][]byte // wire form of the trusted keys
+
+	helperOnce sync.Once
+	sftpHelper *sftpHelper
+	helperErr  error
 }
 
 // New checks cfg and returns a server.
@@ -111,6 +135,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxChannels <= 0 {
 		cfg.MaxChannels = DefaultMaxChannels
 	}
+	if cfg.MaxHandshakesPerAddr <= 0 {
+		cfg.MaxHandshakesPerAddr = DefaultMaxHandshakesPerAddr
+	}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = min(DefaultMaxHandshakes, cfg.MaxConnections)
+	}
+	if cfg.MaxConnectionsPerInstance <= 0 {
+		cfg.MaxConnectionsPerInstance = DefaultMaxConnectionsPerInstance
+	}
+	if cfg.MaxChannelsPerInstance <= 0 {
+		cfg.MaxChannelsPerInstance = DefaultMaxChannelsPerInstance
+	}
 	if cfg.IdleTimeout < 0 {
 		return nil, gpurent.Errorf(gpurent.CodeInvalid, "access server: idle timeout must not be negative")
 	}
@@ -126,9 +162,10 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:   cfg,
-		log:   log.With("component", "access"),
-		conns: make(chan struct{}, cfg.MaxConnections),
+		cfg:    cfg,
+		log:    log.With("component", "access"),
+		conns:  make(chan struct{}, cfg.MaxConnections),
+		limits: newLimits(cfg),
 	}
 	s.SetTrustedKeys(cfg.TrustedKeys)
 	s.sshCfg = &ssh.ServerConfig{
@@ -246,11 +283,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			_ = nc.Close()
 			continue
 		}
+		addr := addrOf(nc)
+		if !s.limits.startHandshake(addr) {
+			<-s.conns
+			s.log.Warn("ssh connection refused: too many unauthenticated connections", "remote", nc.RemoteAddr().String(),
+				"max_per_address", s.cfg.MaxHandshakesPerAddr, "max", s.cfg.MaxHandshakes)
+			_ = nc.Close()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-s.conns }()
-			s.serveConn(ctx, nc)
+			s.serveConn(ctx, nc, addr)
 		}()
 	}
 }
@@ -273,7 +318,9 @@ type conn struct {
 
 func (c *conn) touch() { c.activity.Store(int64(time.Since(c.born))) }
 
-func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+// serveConn serves a connection from addr, which holds one of addr's
+// handshake slots until it has authenticated.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, addr string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
@@ -282,6 +329,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	hc, handshakeDone := quickack.Wrap(nc)
 	sc, chans, reqs, err := ssh.NewServerConn(hc, s.sshCfg)
 	handshakeDone()
+	s.limits.endHandshake(addr)
 	if err != nil {
 		s.log.Debug("ssh handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
 		_ = nc.Close()
@@ -289,6 +337,13 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	defer sc.Close()
+	user := sc.User()
+	if !s.limits.take(s.limits.conns, s.cfg.MaxConnectionsPerInstance, user) {
+		s.log.Warn("ssh connection refused: too many connections to this instance", "instance", user,
+			"remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnectionsPerInstance)
+		return
+	}
+	defer s.limits.give(s.limits.conns, user)
 	c := &conn{
 		srv: s, sc: sc, ctx: ctx,
 		instance: sc.User(),
@@ -317,10 +372,17 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 			_ = nch.Reject(ssh.ResourceShortage, "too many channels on this connection")
 			continue
 		}
+		if !s.limits.take(s.limits.chans, s.cfg.MaxChannelsPerInstance, user) {
+			<-c.chans
+			c.log.Warn("ssh channel refused: too many channels to this instance", "type", nch.ChannelType(), "max", s.cfg.MaxChannelsPerInstance)
+			_ = nch.Reject(ssh.ResourceShortage, "too many channels to this instance")
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-c.chans }()
+			defer s.limits.give(s.limits.chans, user)
 			if c.grant != "" {
 				c.handleTransferLogin(nch)
 				return

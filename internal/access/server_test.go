@@ -30,29 +30,17 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/access"
+	"github.com/gpurent/gpurent/internal/access/accesstest"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
+	"github.com/gpurent/gpurent/internal/testtier"
 )
-
-// sftpChildArg, as the first argument, makes the test binary the sftp
-// helper (the product wires `gpurent agent-sftp` instead).
-const sftpChildArg = "gpurent-test-agent-sftp"
-
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sftpChildArg {
-		if err := access.ServeSFTPChild(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
 
 // requireTools fails the test when an OpenSSH client program is missing.
 func requireTools(t testing.TB) {
 	t.Helper()
+	testtier.Require(t, "the OpenSSH client")
 	for _, tool := range []string{"ssh", "scp", "sftp"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed (openssh-client): run `make test`, which installs it", tool)
@@ -84,7 +72,7 @@ func newFixture(t testing.TB, tweak func(*access.Config)) *fixture {
 	ctx := context.Background()
 	f := &fixture{t: t, dir: t.TempDir()}
 	// A scope of its own: the runtime sees only this test's containers.
-	rt, err := docker.New(ctx, docker.Config{Network: "none", Scope: "access-" + dockertest.NewInstanceID()})
+	rt, err := docker.New(ctx, docker.Config{Network: "none", InitBinary: dockertest.InitBinary(t), Scope: "access-" + dockertest.NewInstanceID()})
 	if err != nil {
 		t.Fatalf("docker.New: %v", err)
 	}
@@ -104,7 +92,7 @@ func newFixture(t testing.TB, tweak func(*access.Config)) *fixture {
 		HostKey:     hostKey,
 		TrustedKeys: []ssh.PublicKey{clientPub},
 		Runtime:     rt,
-		SFTPHelper:  []string{os.Args[0], sftpChildArg},
+		SFTPHelper:  accesstest.SFTPHelper(t),
 		Logger:      slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Audit: func(e access.Event) {
 			f.mu.Lock()
@@ -253,19 +241,6 @@ func (f *fixture) inInstance(cmd ...string) string {
 	return dockertest.MustExec(f.t, dockertest.Client(f.t), f.container, cmd...)
 }
 
-// eventsOf returns the audit events reported so far of one kind.
-func (f *fixture) eventsOf(kind access.Kind) []access.Event {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []access.Event
-	for _, e := range f.events {
-		if e.Kind == kind {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // waitEvent waits (bounded) for an audit event matching ok.
 func (f *fixture) waitEvent(what string, ok func(access.Event) bool) access.Event {
 	f.t.Helper()
@@ -354,6 +329,17 @@ func goClient(t *testing.T, f *fixture, user string) *ssh.Client {
 
 func goClientAt(t *testing.T, f *fixture, addr, user string) *ssh.Client {
 	t.Helper()
+	c, err := goDial(t, f, addr, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// goDial dials user@addr with the fixture's key; the client is closed when
+// the test ends.
+func goDial(t *testing.T, f *fixture, addr, user string) (*ssh.Client, error) {
+	t.Helper()
 	pemBytes, err := os.ReadFile(f.key)
 	if err != nil {
 		t.Fatal(err)
@@ -375,10 +361,10 @@ func goClientAt(t *testing.T, f *fixture, addr, user string) *ssh.Client {
 		HostKeyCallback: ssh.FixedHostKey(hostKey), Timeout: 20 * time.Second,
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, nil
 }
 
 func TestWindowChangeAndSignal(t *testing.T) {
@@ -648,7 +634,7 @@ func TestRefusals(t *testing.T) {
 		}
 	})
 	t.Run("instance of another runtime", func(t *testing.T) {
-		other, err := docker.New(t.Context(), docker.Config{Network: "none", Scope: "other-" + dockertest.NewInstanceID()})
+		other, err := docker.New(t.Context(), docker.Config{Network: "none", InitBinary: dockertest.InitBinary(t), Scope: "other-" + dockertest.NewInstanceID()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,9 +2,7 @@ package access
 
 import (
 	"context"
-	"errors"
 	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +11,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
 // loginShell starts in the home directory and prefers bash when the image
@@ -139,7 +138,6 @@ type session struct {
 	rows    uint16
 	started bool
 	exec    runtime.ExecSession
-	sftp    *sftpChild
 	signal  syscall.Signal // the last signal delivered
 }
 
@@ -183,15 +181,13 @@ func (s *session) serve(reqs <-chan *ssh.Request) {
 			ok = s.startExec(KindShell, "")
 			started = ok
 		case "exec":
-			var m stringMsg
-			if ssh.Unmarshal(req.Payload, &m) == nil {
-				ok = s.startExec(KindExec, m.Value)
+			if cmd, parsed := parseString(req.Payload); parsed {
+				ok = s.startExec(KindExec, cmd)
 				started = ok
 			}
 		case "subsystem":
-			var m stringMsg
-			if ssh.Unmarshal(req.Payload, &m) == nil {
-				ok = s.startSubsystem(m.Value)
+			if name, parsed := parseString(req.Payload); parsed {
+				ok = s.startSubsystem(name)
 				started = ok
 			}
 		case "signal":
@@ -209,8 +205,8 @@ func (s *session) serve(reqs <-chan *ssh.Request) {
 }
 
 func (s *session) ptyReq(payload []byte) bool {
-	var m ptyRequestMsg
-	if ssh.Unmarshal(payload, &m) != nil {
+	term, cols, rows, ok := parsePtyReq(payload)
+	if !ok {
 		return false
 	}
 	s.mu.Lock()
@@ -219,20 +215,20 @@ func (s *session) ptyReq(payload []byte) bool {
 		return false
 	}
 	s.tty = true
-	s.term = m.Term
-	s.cols, s.rows = clampSize(m.Cols), clampSize(m.Rows)
+	s.term = term
+	s.cols, s.rows = cols, rows
 	return true
 }
 
 func clampSize(v uint32) uint16 { return uint16(min(v, 10000)) }
 
 func (s *session) setEnv(payload []byte) bool {
-	var m envMsg
-	if ssh.Unmarshal(payload, &m) != nil {
+	name, value, ok := parseEnv(payload)
+	if !ok {
 		return false
 	}
-	if !envAllowed(m.Name, m.Value) {
-		s.c.log.Debug("ssh env refused", "name", m.Name)
+	if !envAllowed(name, value) {
+		s.c.log.Debug("ssh env refused", "name", name)
 		return false
 	}
 	s.mu.Lock()
@@ -240,16 +236,15 @@ func (s *session) setEnv(payload []byte) bool {
 	if s.started || len(s.env) >= 32 {
 		return false
 	}
-	s.env = append(s.env, m.Name+"="+m.Value)
+	s.env = append(s.env, name+"="+value)
 	return true
 }
 
 func (s *session) windowChange(payload []byte) bool {
-	var m windowChangeMsg
-	if ssh.Unmarshal(payload, &m) != nil {
+	cols, rows, ok := parseWindowChange(payload)
+	if !ok {
 		return false
 	}
-	cols, rows := clampSize(m.Cols), clampSize(m.Rows)
 	s.mu.Lock()
 	ex, tty := s.exec, s.tty
 	if ex == nil {
@@ -269,11 +264,11 @@ func (s *session) windowChange(payload []byte) bool {
 }
 
 func (s *session) deliverSignal(payload []byte) bool {
-	var m stringMsg
-	if ssh.Unmarshal(payload, &m) != nil {
+	name, ok := parseString(payload)
+	if !ok {
 		return false
 	}
-	sig, ok := signalByName(m.Value)
+	sig, ok := signalByName(name)
 	s.mu.Lock()
 	ex := s.exec
 	if ok && ex != nil {
@@ -285,7 +280,7 @@ func (s *session) deliverSignal(payload []byte) bool {
 		return false
 	}
 	if err := ex.Signal(sig); err != nil {
-		s.c.log.Warn("ssh signal failed", "signal", m.Value, "err", err)
+		s.c.log.Warn("ssh signal failed", "signal", name, "err", err)
 		return false
 	}
 	return true
@@ -325,6 +320,11 @@ func (s *session) startExec(kind Kind, command string) bool {
 	} else {
 		spec.Cmd = []string{"/bin/sh", "-c", runCommand, "sh", command}
 	}
+	return s.run(kind, command, spec)
+}
+
+// run starts spec in the instance and reports its end.
+func (s *session) run(kind Kind, command string, spec runtime.ExecSpec) bool {
 	ev := s.c.event(kind, command)
 	ev.TTY = spec.TTY
 	ctx, cancel := context.WithTimeout(s.ctx, callTimeout)
@@ -348,7 +348,14 @@ func (s *session) startExec(kind Kind, command string) bool {
 	return true
 }
 
+// startSubsystem serves the sftp subsystem with the sftp helper, run
+// inside the instance through the runtime's exec like any command (so
+// within the instance's namespaces, cgroup, seccomp filter, capabilities
+// and user), after copying it there when it is not there yet.
 func (s *session) startSubsystem(name string) bool {
+	if name == agentproto.LogsSubsystem {
+		return s.startLogs()
+	}
 	if name != "sftp" {
 		s.c.refused(KindSFTP, name, "unknown subsystem")
 		return false
@@ -356,36 +363,31 @@ func (s *session) startSubsystem(name string) bool {
 	if !s.claim() {
 		return false
 	}
-	ev := s.c.event(KindSFTP, "sftp")
+	h, err := s.c.srv.helper()
+	if err != nil {
+		s.c.refused(KindSFTP, "sftp", err.Error())
+		return false
+	}
+	inst, ok := s.c.srv.cfg.Runtime.(runtime.Installer)
+	if !ok {
+		s.c.refused(KindSFTP, "sftp", "this runtime cannot put the sftp helper into its instances")
+		return false
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, callTimeout)
-	child, err := s.c.srv.startSFTP(ctx, s.ctx, s.c.instance)
+	err = inst.InstallFile(ctx, s.c.instance, h.installFile())
 	cancel()
 	if err != nil {
 		s.c.refused(KindSFTP, "sftp", err.Error())
 		return false
 	}
-	s.mu.Lock()
-	s.sftp = child
-	s.mu.Unlock()
-	s.c.srv.audit(ev)
-	go func() {
-		_, _ = io.Copy(child.stdin, s.ch)
-		_ = child.stdin.Close()
-	}()
-	go func() {
-		_, _ = io.Copy(gatedWriter{w: s.ch, gate: s.replied}, child.stdout)
-		err := child.cmd.Wait()
-		code := -1
-		if child.cmd.ProcessState != nil {
-			code = child.cmd.ProcessState.ExitCode()
-		}
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			err = nil // the exit status says it
-		}
-		s.finish(ev, code, err)
-	}()
-	return true
+	return s.run(KindSFTP, "sftp", runtime.ExecSpec{
+		Cmd:    append([]string{h.inside}, h.args...),
+		Stdin:  s.ch,
+		Stdout: gatedWriter{w: s.ch, gate: s.replied},
+		// The helper's complaints go to the agent's log, not the
+		// client's sftp stream.
+		Stderr: &logLines{log: s.c.log.With("helper", "sftp")},
+	})
 }
 
 // finish reports the end of the command: the output has been written, so
@@ -419,13 +421,10 @@ func (s *session) finish(ev Event, code int, err error) {
 // the connection ended, and waits for its end to be reported.
 func (s *session) stop() {
 	s.mu.Lock()
-	ex, child, started := s.exec, s.sftp, s.started && (s.exec != nil || s.sftp != nil)
+	ex, started := s.exec, s.started && s.exec != nil
 	s.mu.Unlock()
 	if ex != nil {
 		_ = ex.Close() // a command still running is hung up
-	}
-	if child != nil {
-		_ = child.stdin.Close() // the helper ends at EOF
 	}
 	if started {
 		select {

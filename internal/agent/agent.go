@@ -26,7 +26,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,8 +40,10 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/client"
 	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/gpu/kmsg"
+	"github.com/gpurent/gpurent/internal/imageref"
 )
 
 // Request timeouts. The control plane answers a long poll after about 25 s
@@ -57,11 +58,16 @@ const (
 type Config struct {
 	ServerURL string // control plane base URL, "https://cp.example.com"
 	JoinToken string // needed for the first registration and after a rejected token
-	Name      string // the host's stable name; default os.Hostname()
-	Zone      string // zone id the host sits in
-	StateDir  string // credentials live here; created 0700
-	Runtime   runtime.Runtime
-	GPUs      gpu.Provider
+	// JoinTokenFunc, when set, gives the join token when a registration
+	// needs one, instead of JoinToken: a file read again each time (an
+	// operator's reset puts a new token there), or a token minted for an
+	// in-process agent.
+	JoinTokenFunc func(ctx context.Context) (string, error)
+	Name          string // the host's stable name; default os.Hostname()
+	Zone          string // zone id the host sits in
+	StateDir      string // credentials live here; created 0700
+	Runtime       runtime.Runtime
+	GPUs          gpu.Provider
 	// Resources offered; 0 reads them from the host (CPUs, /proc/meminfo,
 	// statfs of StateDir).
 	CPUMilli  int64
@@ -95,6 +101,15 @@ type Config struct {
 	// events: default /dev/kmsg with the NVML provider, none with others;
 	// KernelLogOff turns it off.
 	KernelLog string
+	// Images is the operator's allow-list of image registries, checked
+	// again before every run and prepare (the control plane checked it at
+	// rent): nil accepts any registry but never the host's own addresses.
+	Images *imageref.Policy
+	// Registries receives the pull credential of the operator's registry
+	// from each desired state (agentproto.Registry), for the runtime that
+	// pulls (docker.Config.Registries is the same holder). Nil: the
+	// credential is not kept (the registry must take anonymous pulls).
+	Registries *runtime.Registries
 	// Bench runs the benchmark jobs of the desired state (the Docker
 	// runner, or a SyntheticRunner with fake GPUs). Nil: the agent
 	// refuses every job, reporting it failed.
@@ -113,9 +128,10 @@ type AccessEndpoint struct {
 
 // Agent is one host agent. Make it with New and start it with Run.
 type Agent struct {
-	cfg     Config
-	log     *slog.Logger
-	client  *http.Client
+	cfg Config
+	log *slog.Logger
+	// api is the agent's client of the control plane's agent API.
+	api     *client.Client
 	baseURL string
 	credsAt string
 	started atomic.Bool
@@ -149,6 +165,12 @@ type Agent struct {
 
 	// bench holds the benchmark jobs (benchjob.go), under its own lock.
 	bench *benchState
+
+	// operatorRegistry is the operator's registry the last desired state
+	// named (host[:port]; "" for none): allowed besides Config.Images.
+	operatorRegistry atomic.Pointer[string]
+	// prepull holds the images to pre-pull and those held (prepull.go).
+	prepull *prepullState
 }
 
 // New checks cfg, fills its defaults and makes an agent.
@@ -204,16 +226,16 @@ func New(cfg Config) (*Agent, error) {
 			return nil, gpurent.WrapError(gpurent.CodeInvalid, err, "agent: cannot read the disk size; set it")
 		}
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = defaultClient()
-	} else if client.Timeout > 0 && client.Timeout <= longPollTimeout {
-		return nil, gpurent.Errorf(gpurent.CodeInvalid, "agent: HTTP client timeout %s is shorter than the %s long poll", client.Timeout, longPollTimeout)
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = defaultClient()
+	} else if hc.Timeout > 0 && hc.Timeout <= longPollTimeout {
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "agent: HTTP client timeout %s is shorter than the %s long poll", hc.Timeout, longPollTimeout)
 	}
 	a := &Agent{
 		cfg:      cfg,
 		log:      cfg.Logger.With("host", cfg.Name),
-		client:   client,
+		api:      client.NewWith(cfg.ServerURL, "", hc, client.Options{UserAgent: "gpurent-agent/" + cfg.Version}),
 		baseURL:  strings.TrimRight(cfg.ServerURL, "/"),
 		credsAt:  credentialsPath(cfg.StateDir),
 		kick:     make(chan struct{}, 1),
@@ -224,6 +246,7 @@ func New(cfg Config) (*Agent, error) {
 		moves:    map[string]*moveWorker{},
 		expects:  map[string]bool{},
 		bench:    newBenchState(),
+		prepull:  newPrepullState(),
 		life:     context.Background(),
 	}
 	if a.runs, err = openJournal(cfg.StateDir); err != nil {
@@ -238,7 +261,7 @@ func New(cfg Config) (*Agent, error) {
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
 		a.log.Warn("agent: control plane URL is plain http; the agent token crosses the network in clear", "url", cfg.ServerURL)
 	}
-	if cfg.JoinToken == "" {
+	if cfg.JoinToken == "" && cfg.JoinTokenFunc == nil {
 		if _, err := os.Stat(a.credsAt); err != nil {
 			return nil, gpurent.Errorf(gpurent.CodeInvalid, "agent: no join token and no stored credentials in %s", cfg.StateDir)
 		}
@@ -308,7 +331,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		errMu sync.Mutex
 		first error
 	)
-	for _, loop := range []func(context.Context) error{a.pollLoop, a.convergeLoop, a.heartbeatLoop, a.healthLoop, a.benchLoop} {
+	for _, loop := range []func(context.Context) error{a.pollLoop, a.convergeLoop, a.heartbeatLoop, a.healthLoop, a.benchLoop, a.prepullLoop} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -348,11 +371,8 @@ func (a *Agent) sleep(ctx context.Context, d time.Duration) bool {
 
 // permanent reports whether err is a refusal that retrying cannot fix.
 func permanent(err error) bool {
-	var se *statusError
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.status >= 400 && se.status < 500 && se.status != http.StatusRequestTimeout && se.status != http.StatusTooManyRequests
+	status := client.StatusOf(err)
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
 func (a *Agent) now() time.Time { return a.cfg.Now().UTC() }

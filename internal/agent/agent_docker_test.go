@@ -20,12 +20,14 @@ func TestAgentWithDockerRuntime(t *testing.T) {
 	cli := dockertest.Client(t)
 	cp := newControlPlane(t)
 	h := newHost(t, cp)
+	// Heartbeats carry the startup command's state as it changes.
+	h.heartbeat = 300 * time.Millisecond
 	id := dockertest.NewInstanceID()
 	dockertest.Cleanup(t, id)
 	image := dockertest.BusyboxImage(t)
 
 	newDocker := func() *docker.Runtime {
-		rt, err := docker.New(context.Background(), docker.Config{Network: "none", NoPull: true,
+		rt, err := docker.New(context.Background(), docker.Config{Network: "none", NoPull: true, InitBinary: dockertest.InitBinary(t),
 			StopTimeout: 5 * time.Second, Logger: quiet()})
 		if err != nil {
 			t.Fatalf("docker.New: %v", err)
@@ -45,6 +47,8 @@ func TestAgentWithDockerRuntime(t *testing.T) {
 		VolumeGiB:    1,
 		Env:          map[string]string{"JUPYTER_TOKEN": "t0ken"},
 	}
+	line := "echo started; exit 7"
+	want.Startup = &line
 
 	ag := h.startWith(h.config(newDocker()))
 	cp.waitUntil("registration as a docker host", func() bool {
@@ -53,6 +57,13 @@ func TestAgentWithDockerRuntime(t *testing.T) {
 	since := cp.reportCount()
 	cp.setDesired(hostName, want)
 	cp.waitReport("the container running", since, hasState(id, agentproto.StateRunning, want.AllocationID))
+	// The desired startup command ran, ended with 7, and the instance
+	// stays up: the report says so.
+	cp.waitReport("the startup command's exit reported", since, func(rep agentproto.Report) bool {
+		ai, ok := instance(rep, id)
+		return ok && ai.State == agentproto.StateRunning && ai.Startup != nil && ai.Startup.State == "exited" &&
+			ai.Startup.ExitCode != nil && *ai.Startup.ExitCode == 7 && len(ai.Startup.Command) == 3 && ai.Startup.Command[2] == line
+	})
 	name := docker.ContainerName(id)
 	first := dockertest.Inspect(t, cli, name)
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 )
 
 // BenchRunner runs the benchmark suite (bench/) for one job on exactly the
@@ -25,7 +25,7 @@ type BenchRunner interface {
 	// Run runs job until the suite ends or ctx does, handing each line the
 	// suite prints on stdout to emit, in order, without its newline. emit
 	// must not keep line after it returns. A runner may cut a line longer
-	// than certify.MaxLineBytes to certify.MaxLineBytes+1 bytes rather than
+	// than benchjudge.MaxLineBytes to benchjudge.MaxLineBytes+1 bytes rather than
 	// hold it whole. Run returns nil when the suite ran to its end, even
 	// when some records carry an error (they say so themselves), and an
 	// error when it could not run or ended abnormally; the lines emitted
@@ -298,7 +298,7 @@ type recordCollector struct {
 	lines     []json.RawMessage
 	size      int
 	notObject int // not a JSON object (or not UTF-8)
-	tooLong   int // longer than certify.MaxLineBytes
+	tooLong   int // longer than benchjudge.MaxLineBytes
 	overLimit int // beyond maxBenchLines or maxBenchBytes
 }
 
@@ -312,7 +312,7 @@ func (c *recordCollector) add(line []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(line) > certify.MaxLineBytes {
+	if len(line) > benchjudge.MaxLineBytes {
 		c.tooLong++
 		return
 	}
@@ -324,7 +324,7 @@ func (c *recordCollector) add(line []byte) {
 	var sent bytes.Buffer
 	json.HTMLEscape(&sent, compact.Bytes())
 	switch {
-	case sent.Len() > certify.MaxLineBytes:
+	case sent.Len() > benchjudge.MaxLineBytes:
 		c.tooLong++
 	case len(c.lines) >= maxBenchLines || c.size+sent.Len() > maxBenchBytes:
 		c.overLimit++
@@ -355,7 +355,7 @@ func (c *recordCollector) note() string {
 		parts = append(parts, fmt.Sprintf("%d not a JSON object", c.notObject))
 	}
 	if c.tooLong > 0 {
-		parts = append(parts, fmt.Sprintf("%d longer than %d bytes", c.tooLong, certify.MaxLineBytes))
+		parts = append(parts, fmt.Sprintf("%d longer than %d bytes", c.tooLong, benchjudge.MaxLineBytes))
 	}
 	if c.overLimit > 0 {
 		parts = append(parts, fmt.Sprintf("%d beyond the limit of %d records or %d MiB", c.overLimit, maxBenchLines, maxBenchBytes>>20))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
 )
 
@@ -92,14 +92,14 @@ func waitFinished(cp *controlPlane, job string) []agentproto.BenchResult {
 	return posts
 }
 
-func parseRecords(t *testing.T, raw []json.RawMessage) []certify.Record {
+func parseRecords(t *testing.T, raw []json.RawMessage) []benchjudge.Record {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, r := range raw {
 		buf.Write(r)
 		buf.WriteByte('\n')
 	}
-	recs, err := certify.ParseRecords(&buf)
+	recs, err := benchjudge.ParseRecords(&buf)
 	if err != nil {
 		t.Fatalf("the posted records do not parse: %v", err)
 	}
@@ -139,7 +139,7 @@ func TestBenchJobRunsOnceAndPostsRecords(t *testing.T) {
 		if !r.Software.Synthetic || r.GPUType != "rtx4090-24g" || len(r.GPUUUIDs) != 1 {
 			t.Errorf("record %+v", r)
 		}
-		if !r.Warmup && r.Probe == certify.ProbeH2DBW {
+		if !r.Warmup && r.Probe == benchjudge.ProbeH2DBW {
 			sum[r.GPUUUIDs[0]] += r.Value
 		}
 	}
@@ -347,15 +347,15 @@ func TestBenchRefusedResultIsReportedFailed(t *testing.T) {
 
 func TestRecordCollectorBounds(t *testing.T) {
 	var c recordCollector
-	c.add([]byte("  \t"))                                    // blank: ignored, not counted
-	c.add([]byte("not json"))                                // dropped
-	c.add([]byte(`["an array"]`))                            // dropped
-	c.add([]byte(`{"a":1} {"b":2}`))                         // two values: dropped
-	c.add([]byte("{\"a\":\"\xff\"}"))                        // not UTF-8: dropped
-	c.add(bytes.Repeat([]byte("x"), 1+certify.MaxLineBytes)) // too long
+	c.add([]byte("  \t"))                                       // blank: ignored, not counted
+	c.add([]byte("not json"))                                   // dropped
+	c.add([]byte(`["an array"]`))                               // dropped
+	c.add([]byte(`{"a":1} {"b":2}`))                            // two values: dropped
+	c.add([]byte("{\"a\":\"\xff\"}"))                           // not UTF-8: dropped
+	c.add(bytes.Repeat([]byte("x"), 1+benchjudge.MaxLineBytes)) // too long
 	// Short enough as printed, too long once < is escaped as the
 	// control plane receives it.
-	c.add([]byte(`{"s":"` + strings.Repeat("<", certify.MaxLineBytes/2) + `"}`))
+	c.add([]byte(`{"s":"` + strings.Repeat("<", benchjudge.MaxLineBytes/2) + `"}`))
 	line := []byte(` { "i" : 0 } `)
 	c.add(line)
 	line[2] = 'X' // the collector keeps its own copy
@@ -367,14 +367,14 @@ func TestRecordCollectorBounds(t *testing.T) {
 		t.Fatalf("kept %d records, first %s", len(recs), recs[0])
 	}
 	want := fmt.Sprintf("9 output line(s) dropped: 4 not a JSON object, 2 longer than %d bytes, 3 beyond the limit of %d records or 12 MiB",
-		certify.MaxLineBytes, maxBenchLines)
+		benchjudge.MaxLineBytes, maxBenchLines)
 	if got := c.note(); got != want {
 		t.Errorf("note = %q\nwant   %q", got, want)
 	}
 
 	// The byte bound holds too.
 	var big recordCollector
-	pad := strings.Repeat("x", certify.MaxLineBytes-20)
+	pad := strings.Repeat("x", benchjudge.MaxLineBytes-20)
 	for i := range maxBenchBytes/len(pad) + 10 {
 		big.add(fmt.Appendf(nil, `{"i":%d,"p":"%s"}`, i, pad))
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 )
 
 // defaultSyntheticRuns is the timed runs a synthetic job makes per probe
@@ -18,7 +18,7 @@ const defaultSyntheticRuns = 5
 // SyntheticRunner is the BenchRunner of hosts with fake GPUs (the demo,
 // tests): it measures nothing, and prints for each GPU and each probe of
 // the tier that the reference has a healthy figure for the records
-// certify.Synthesize makes (one warm-up run, then Options.Runs or 5 timed
+// benchjudge.Synthesize makes (one warm-up run, then Options.Runs or 5 timed
 // runs), marked synthetic so that they are never taken for measurements.
 // Tier t1 is gemm_bf16, copy_h2d, copy_d2h and copy_d2d; t2 adds gemm_fp8,
 // resnet50_amp and, with 2 GPUs or more, nccl_allreduce over all of them.
@@ -39,10 +39,10 @@ var _ BenchRunner = SyntheticRunner{}
 func syntheticProbes(tier string) ([]string, bool) {
 	switch tier {
 	case "t1":
-		return []string{certify.ProbeGEMMBF16, certify.ProbeH2DBW, certify.ProbeD2HBW, certify.ProbeD2DBW}, true
+		return []string{benchjudge.ProbeGEMMBF16, benchjudge.ProbeH2DBW, benchjudge.ProbeD2HBW, benchjudge.ProbeD2DBW}, true
 	case "t2":
-		return []string{certify.ProbeGEMMBF16, certify.ProbeGEMMFP8, certify.ProbeH2DBW, certify.ProbeD2HBW,
-			certify.ProbeD2DBW, certify.ProbeResNet50Train}, true
+		return []string{benchjudge.ProbeGEMMBF16, benchjudge.ProbeGEMMFP8, benchjudge.ProbeH2DBW, benchjudge.ProbeD2HBW,
+			benchjudge.ProbeD2DBW, benchjudge.ProbeResNet50Train}, true
 	}
 	return nil, false
 }
@@ -87,15 +87,15 @@ func (s SyntheticRunner) Run(ctx context.Context, job agentproto.BenchJob, emit 
 		}
 	}
 	if job.Tier == "t2" && len(job.GPUUUIDs) >= 2 {
-		all = append(all, series{strings.Join(job.GPUUUIDs, ","), certify.ProbeNCCLAllReduce, slowest})
+		all = append(all, series{strings.Join(job.GPUUUIDs, ","), benchjudge.ProbeNCCLAllReduce, slowest})
 	}
 	printed := 0
 	for _, sr := range all {
-		for _, rec := range certify.Synthesize(job.GPUType, sr.key, sr.probe, sr.factor, runs, syntheticSeed(job.JobID, sr.key, sr.probe)) {
+		for _, rec := range benchjudge.Synthesize(job.GPUType, sr.key, sr.probe, sr.factor, runs, syntheticSeed(job.JobID, sr.key, sr.probe)) {
 			if s.Pace > 0 && !sleepCtx(ctx, s.Pace) || ctx.Err() != nil {
 				return gpurent.WrapError(gpurent.CodeUnavailable, context.Cause(ctx), "synthetic benchmark canceled")
 			}
-			line, err := certify.EncodeRecord(rec)
+			line, err := benchjudge.EncodeRecord(rec)
 			if err != nil {
 				return err
 			}

@@ -9,12 +9,12 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
 )
 
 // synthesize runs the synthetic runner and parses what it printed.
-func synthesize(t *testing.T, s SyntheticRunner, job agentproto.BenchJob) ([]certify.Record, error) {
+func synthesize(t *testing.T, s SyntheticRunner, job agentproto.BenchJob) ([]benchjudge.Record, error) {
 	t.Helper()
 	var c recordCollector
 	err := s.Run(t.Context(), job, c.add)
@@ -45,9 +45,9 @@ func TestSyntheticRunnerTiers(t *testing.T) {
 		nccl  bool
 		multi bool
 	}{
-		{"t1", all[:2], map[string]int{certify.ProbeGEMMBF16: 2}, 5, false, false},
-		{"t2", all[:2], map[string]int{certify.ProbeGEMMBF16: 2, certify.ProbeGEMMFP8: 2, certify.ProbeResNet50Train: 2}, 5, false, false},
-		{"t2", all, map[string]int{certify.ProbeGEMMBF16: 8, certify.ProbeGEMMFP8: 8, certify.ProbeResNet50Train: 8, certify.ProbeNCCLAllReduce: 1}, 2, true, true},
+		{"t1", all[:2], map[string]int{benchjudge.ProbeGEMMBF16: 2}, 5, false, false},
+		{"t2", all[:2], map[string]int{benchjudge.ProbeGEMMBF16: 2, benchjudge.ProbeGEMMFP8: 2, benchjudge.ProbeResNet50Train: 2}, 5, false, false},
+		{"t2", all, map[string]int{benchjudge.ProbeGEMMBF16: 8, benchjudge.ProbeGEMMFP8: 8, benchjudge.ProbeResNet50Train: 8, benchjudge.ProbeNCCLAllReduce: 1}, 2, true, true},
 	} {
 		job := agentproto.BenchJob{JobID: "bench-x", Tier: c.tier, GPUType: "h100-80g-sxm", GPUUUIDs: c.gpus}
 		if c.runs != 5 {
@@ -64,10 +64,10 @@ func TestSyntheticRunnerTiers(t *testing.T) {
 				series[r.Probe] = map[string]int{}
 			}
 			series[r.Probe][r.GPUKey()]++
-			if r.Probe == certify.ProbeGEMMBF16 && !r.Warmup {
+			if r.Probe == benchjudge.ProbeGEMMBF16 && !r.Warmup {
 				byCard[r.GPUKey()] = r.Value
 			}
-			if r.Probe == certify.ProbeNCCLAllReduce && r.GPUKey() != strings.Join(all, ",") {
+			if r.Probe == benchjudge.ProbeNCCLAllReduce && r.GPUKey() != strings.Join(all, ",") {
 				t.Errorf("all_reduce over %s, want every GPU of the job", r.GPUKey())
 			}
 		}

@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -13,81 +11,32 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/client"
 )
 
-// maxResponse bounds what the agent reads from one answer.
-const maxResponse = 32 << 20
-
-// statusError is the cause of an error the control plane answered with.
-type statusError struct{ status int }
-
-func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d", e.status) }
-
-// codeForStatus maps the control plane's HTTP answer to an error code.
-func codeForStatus(status int) gpurent.Code {
-	switch {
-	case status == http.StatusUnauthorized:
-		return gpurent.CodeUnauthorized
-	case status == http.StatusForbidden:
-		return gpurent.CodeForbidden
-	case status == http.StatusNotFound:
-		return gpurent.CodeNotFound
-	case status == http.StatusConflict:
-		return gpurent.CodeConflict
-	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500:
-		return gpurent.CodeUnavailable
-	case status >= 400:
-		return gpurent.CodeInvalid
-	default:
-		return gpurent.CodeInternal
-	}
-}
+// The agent speaks to the control plane's agent API (/agent/v1) through
+// internal/client, the one HTTP client of the control plane's APIs: its
+// transport, problem+json decoding and 32 MiB answer bound. call adds what
+// the agent says of a failure (its messages name the path, and every
+// failure without an answer reads as the control plane unreachable).
 
 // call sends one request to the control plane. in (if not nil) is sent as
 // JSON; a 2xx answer with a body is decoded into out (if not nil). It
-// reports whether a body was decoded. token, if set, goes in as a bearer.
+// reports whether a body was decoded. token, if set, goes in as a bearer;
+// timeout bounds the call.
 func (a *Agent) call(ctx context.Context, method, path, token string, timeout time.Duration, in, out any) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return false, gpurent.WrapError(gpurent.CodeInternal, err, "encode %s request", path)
-		}
-		body = bytes.NewReader(b)
+	got, err := a.api.Do(ctx, client.Call{Method: method, Path: path, Body: in, Token: token, Timeout: timeout}, out)
+	if err == nil {
+		return got, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.baseURL+path, body)
-	if err != nil {
-		return false, gpurent.WrapError(gpurent.CodeInternal, err, "build %s request", path)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "gpurent-agent/"+a.cfg.Version)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
+	var ae *client.APIError
+	switch {
+	case !errors.As(err, &ae):
 		return false, gpurent.WrapError(gpurent.CodeUnavailable, err, "control plane unreachable")
-	}
-	defer resp.Body.Close()
-	lr := io.LimitReader(resp.Body, maxResponse)
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return false, answerError(path, resp.StatusCode, lr)
-	}
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		_, _ = io.Copy(io.Discard, lr) // keep the connection reusable
-		return false, nil
-	}
-	if err := json.NewDecoder(lr).Decode(out); err != nil {
+	case ae.Status >= 200 && ae.Status <= 299: // answered, but not in JSON or too large
 		return false, gpurent.WrapError(gpurent.CodeUnavailable, err, "control plane sent an unreadable %s answer", path)
 	}
-	_, _ = io.Copy(io.Discard, lr)
-	return true, nil
+	return false, answerError(path, ae)
 }
 
 // postBench posts one benchmark result, retrying with the agent's backoff
@@ -123,30 +72,32 @@ func (a *Agent) postBench(ctx context.Context, res agentproto.BenchResult) error
 	}
 }
 
-// answerError turns a non-2xx answer into an error, with the problem+json
-// detail when there is one.
-func answerError(path string, status int, body io.Reader) error {
-	b, _ := io.ReadAll(io.LimitReader(body, 64<<10))
-	detail := ""
-	var p apiv1.Problem
-	if json.Unmarshal(b, &p) == nil {
-		detail = p.Detail
-		if detail == "" {
-			detail = p.Title
-		}
-	}
+// answerError says an error answer of the control plane: the path, the
+// status and the problem's detail. It wraps ae, so the status stays
+// (client.StatusOf) and gpurent.IsCode reads the problem's code.
+func answerError(path string, ae *client.APIError) error {
+	detail := ae.Problem.Detail
 	if detail == "" {
-		detail = strings.TrimSpace(string(b))
-		if len(detail) > 200 {
-			detail = detail[:200]
-		}
+		detail = ae.Problem.Title
 	}
-	msg := fmt.Sprintf("control plane answered %s with %d %s", path, status, http.StatusText(status))
+	// An answer that is no problem+json is said by its status once.
+	if rest, ok := strings.CutPrefix(detail, fmt.Sprintf("server answered %d %s", ae.Status, http.StatusText(ae.Status))); ok {
+		detail = strings.TrimPrefix(rest, ": ")
+	}
+	msg := fmt.Sprintf("control plane answered %s with %d %s", path, ae.Status, http.StatusText(ae.Status))
 	if detail != "" {
 		msg += ": " + detail
 	}
-	return gpurent.WrapError(codeForStatus(status), &statusError{status: status}, "%s", msg)
+	return gpurent.WrapError(ae.Code(), answered{ae}, "%s", msg)
 }
+
+// answered is an error answer kept as the cause of the agent's error: it
+// reads as its status (the message says the rest) and unwraps to the
+// client's APIError.
+type answered struct{ ae *client.APIError }
+
+func (e answered) Error() string { return fmt.Sprintf("HTTP %d", e.ae.Status) }
+func (e answered) Unwrap() error { return e.ae }
 
 // backoff is a doubling delay with jitter, bounded by max.
 type backoff struct {

@@ -156,6 +156,11 @@ func (a *Agent) ensureRunning(ctx context.Context, di agentproto.DesiredInstance
 	if next, wait := a.backingOff(di); wait {
 		return next
 	}
+	// The agent pulls as root on the host: it checks the image itself,
+	// whatever the control plane says.
+	if err := a.images().Check(di.Image); err != nil {
+		return a.recordFailure(di, err)
+	}
 	got, err := a.cfg.Runtime.Run(ctx, specFor(di))
 	if err == nil {
 		a.clearFailure(di.InstanceID)
@@ -230,6 +235,7 @@ func specFor(di agentproto.DesiredInstance) runtime.Spec {
 		VolumeName:   di.VolumeName,
 		VolumeGiB:    di.VolumeGiB,
 		Env:          env,
+		Startup:      di.Startup,
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/faultrules"
 	"github.com/gpurent/gpurent/internal/gpu"
 	"github.com/gpurent/gpurent/internal/gpu/kmsg"
-	"github.com/gpurent/gpurent/internal/health"
 )
 
 // Health watching.
@@ -213,7 +213,7 @@ type healthWatch struct {
 	events   <-chan gpu.Event         // nil while not subscribed
 	kernel   <-chan kmsg.Record       // nil while the kernel log is not read
 	batch    []agentproto.HealthEvent // recorded, to be journaled
-	assessor *health.Assessor
+	assessor *faultrules.Assessor
 	dedupe   xidDedupe
 	byBus    map[string]string // kmsg.BusKey → UUID; kept after a GPU vanishes
 	remapped map[string]bool   // GPUs whose remap failure was reported
@@ -233,7 +233,7 @@ func (a *Agent) healthLoop(ctx context.Context) error {
 	hw := &healthWatch{
 		a:        a,
 		w:        w,
-		assessor: health.NewAssessor(health.AssessWindow),
+		assessor: faultrules.NewAssessor(faultrules.AssessWindow),
 		dedupe:   xidDedupe{window: xidDedupeWindow},
 		byBus:    map[string]string{},
 		remapped: map[string]bool{},

@@ -24,6 +24,10 @@ type Transfers interface {
 	// last one with the instance stopped, and returns the bytes it sent;
 	// progress, while it runs, is told the bytes sent so far.
 	Push(ctx context.Context, m agentproto.Move, trees runtime.Trees, final bool, progress func(int64)) (int64, error)
+	// NotReady reports whether a Push failed only because the target does
+	// not expect the operation yet (it refused the login): the target is
+	// still preparing, and the source tries again soon.
+	NotReady(err error) bool
 }
 
 // Pauses of a source between live passes, and its backoff after a failed
@@ -33,6 +37,10 @@ const (
 	pushRetryFirst = time.Second
 	pushRetryMax   = 15 * time.Second
 )
+
+// notReadyMessage is a source's status while its target does not yet
+// expect the push.
+const notReadyMessage = "waiting for the target host to prepare for the copy"
 
 // moveWorker pushes one instance's state for one operation, live passes
 // until the final one is asked for, then that one.
@@ -77,6 +85,9 @@ func (a *Agent) prepareTarget(ctx context.Context, di agentproto.DesiredInstance
 			return next
 		}
 		var trees runtime.Trees
+		if err = a.images().Check(di.Image); err != nil {
+			return a.recordFailure(di, err)
+		}
 		if trees, err = mover.Prepare(ctx, specFor(di)); err == nil {
 			a.clearFailure(di.InstanceID)
 			a.cfg.Transfers.Expect(di.Move.OperationID, di.Move.TokenHash, trees)
@@ -145,6 +156,19 @@ func (a *Agent) push(ctx context.Context, w *moveWorker, instanceID string, m ag
 		err := a.onePass(ctx, w, mover, instanceID, m)
 		if ctx.Err() != nil {
 			return
+		}
+		if err != nil && a.cfg.Transfers.NotReady(err) {
+			// The target has not prepared yet (the control plane told both
+			// ends at once): no backoff, the push starts as soon as the
+			// target expects it.
+			a.log.Info("agent: the target does not expect the move yet; trying again", "instance", instanceID,
+				"operation", m.OperationID, "retry_in", pushRetryFirst)
+			w.update(func(st *agentproto.MoveStatus) { st.Error = notReadyMessage })
+			_ = a.report(ctx)
+			if !sleepCtx(ctx, pushRetryFirst) {
+				return
+			}
+			continue
 		}
 		if err != nil {
 			a.log.Warn("agent: push of a moving instance failed; retrying", "instance", instanceID, "operation", m.OperationID,

@@ -94,6 +94,8 @@ func (a *Agent) setDesired(d *agentproto.Desired) {
 	a.desired = d
 	a.mu.Unlock()
 	a.generation.Store(d.Generation)
+	a.takeRegistry(d.Registry)
+	a.prepull.update(d.Prepull)
 	a.bench.update(d.Bench)
 	select {
 	case a.kick <- struct{}{}:

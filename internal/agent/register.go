@@ -105,12 +105,20 @@ func (a *Agent) reauth(ctx context.Context, stale string) error {
 // registerLocked registers until it succeeds, ctx ends, or the control
 // plane refuses outright. The caller holds credMu.
 func (a *Agent) registerLocked(ctx context.Context) error {
-	if a.cfg.JoinToken == "" {
-		return gpurent.Errorf(gpurent.CodeUnauthorized, "agent: registration needed but no join token configured")
+	join := a.cfg.JoinToken
+	if a.cfg.JoinTokenFunc != nil {
+		var err error
+		if join, err = a.cfg.JoinTokenFunc(ctx); err != nil {
+			return fmt.Errorf("agent: registration needs a join token: %w", err)
+		}
+	}
+	if join == "" {
+		return gpurent.Errorf(gpurent.CodeUnauthorized,
+			"agent: registration needed but no join token configured (an operator creates one with `gpurent hosts join-token create`)")
 	}
 	bo := newBackoff(a.cfg.RetryMin, a.cfg.RetryMax)
 	for {
-		err := a.registerOnce(ctx)
+		err := a.registerOnce(ctx, join)
 		if err == nil {
 			bo.reset()
 			return nil
@@ -129,13 +137,21 @@ func (a *Agent) registerLocked(ctx context.Context) error {
 	}
 }
 
-func (a *Agent) registerOnce(ctx context.Context) error {
+// registerOnce registers with the join token join, presenting the
+// agent's current token too when it has one for this server and name (a
+// host re-registers with its own credential; a stale one is ignored).
+func (a *Agent) registerOnce(ctx context.Context, join string) error {
 	gpus, err := a.inventory(ctx)
 	if err != nil {
 		return err
 	}
+	current := ""
+	if a.creds.ServerURL == a.baseURL && a.creds.Name == a.cfg.Name {
+		current = a.creds.AgentToken
+	}
 	req := agentproto.RegisterRequest{
-		JoinToken:    a.cfg.JoinToken,
+		JoinToken:    join,
+		AgentToken:   current,
 		Name:         a.cfg.Name,
 		Zone:         a.cfg.Zone,
 		CPUMilli:     a.cfg.CPUMilli,

@@ -63,6 +63,7 @@ func (a *Agent) report(ctx context.Context) error {
 			}
 			return nil
 		}
+		a.prepull.sent(rep.Images)
 		if a.runs.ack(resp.RunsAcked) {
 			if err := a.runs.save(); err != nil {
 				a.log.Error("agent: cannot save the run journal; acknowledged events will be resent", "err", err)
@@ -116,6 +117,7 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 	if ac := a.cfg.Access; ac != nil {
 		rep.AccessAddr, rep.AccessHostKey = ac.Addr, ac.HostKey
 	}
+	rep.Images = a.prepull.forReport()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	held := make(map[string]bool, len(actual))
@@ -127,6 +129,7 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 			State:        string(st.State),
 			Message:      st.Message,
 			StartedAt:    st.StartedAt.UTC(),
+			Startup:      st.Startup,
 			Move:         a.moveStatus(st.InstanceID),
 		}
 		if f := a.failures[st.InstanceID]; f != nil && (st.State != runtime.Running || st.AllocationID != f.allocationID) {
@@ -145,6 +148,9 @@ func (a *Agent) buildReport(ctx context.Context) (agentproto.Report, error) {
 			if di.State == agentproto.StateRunning {
 				// Not converged yet (the Run may be pulling an image).
 				ai.State, ai.AllocationID = agentproto.StateCreating, di.AllocationID
+				if pr, ok := a.cfg.Runtime.(runtime.PullReporter); ok {
+					ai.Message, _ = pr.PullProgress(di.Image)
+				}
 			}
 			if f := a.failures[di.InstanceID]; f != nil {
 				ai = agentproto.ActualInstance{InstanceID: di.InstanceID, AllocationID: f.allocationID,

@@ -43,7 +43,7 @@ type BenchOptions struct {
 // BenchResult is an agent's account of one job, posted to PathBench: first
 // State running (StartedAt set), then done or failed (EndedAt set). A done
 // result carries the suite's records, one JSON object each, as the suite
-// printed them (internal/certify parses them); its Error, if any, notes
+// printed them (internal/benchjudge parses them); its Error, if any, notes
 // what the agent dropped from the output. A failed result says why in
 // Error and carries whatever records were printed before the failure.
 type BenchResult struct {

@@ -90,9 +90,13 @@ type GPUInfo struct {
 	Health    string `json:"health"`
 }
 
-// RegisterRequest registers (or re-registers) a host by name.
+// RegisterRequest registers a new host with a one-time join token an
+// operator made for it, or re-registers an existing host: with that host's
+// current agent token (AgentToken), or with the join token an operator's
+// reset of the host issued.
 type RegisterRequest struct {
-	JoinToken    string    `json:"join_token"`
+	JoinToken    string    `json:"join_token,omitempty"`
+	AgentToken   string    `json:"agent_token,omitempty"`
 	Name         string    `json:"name"`
 	Zone         string    `json:"zone"`
 	CPUMilli     int64     `json:"cpu_milli"`
@@ -119,6 +123,26 @@ type Desired struct {
 	// Bench are the benchmark jobs the host should run, in order, one at
 	// a time (bench.go); a job that leaves the list is canceled.
 	Bench []BenchJob `json:"bench,omitempty"`
+	// Registry is the operator's registry and the pull credential agents
+	// use for it (serve --registry); nil when the operator runs none.
+	Registry *Registry `json:"registry,omitempty"`
+	// Prepull are the image references of the operator's base image
+	// catalog marked to pre-pull: the agent pulls each it lacks, ahead of
+	// any rent, and reports what it holds (Report.Images).
+	Prepull []string `json:"prepull,omitempty"`
+}
+
+// Registry is the operator's image registry as agents reach it. Addr is
+// host[:port], the prefix of its image references; Username and Password,
+// when set, are the pull credential (serve --registry-credentials): a
+// registry endpoint that serves reads only (docs/security.md), never one
+// that accepts a push. The agent pulls from Addr even when it is on the
+// host itself (the operator named it), and from nowhere else it was not
+// told to allow.
+type Registry struct {
+	Addr     string `json:"addr"`
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
 }
 
 // DesiredInstance is one instance the host should hold.
@@ -133,8 +157,30 @@ type DesiredInstance struct {
 	VolumeName   string            `json:"volume_name"`
 	VolumeGiB    int               `json:"volume_gib"`
 	Env          map[string]string `json:"env,omitempty"`
+	// Startup is the instance's startup command, a shell line run with
+	// /bin/sh -c under the instance's init (issue 16): nil runs the
+	// image's own entrypoint and command; "" runs none. It applies when
+	// the container is next created or started.
+	Startup *string `json:"startup,omitempty"`
 	// Move, when set, makes this host one end of a move to another host.
 	Move *Move `json:"move,omitempty"`
+}
+
+// StartupStatus is how an instance's startup command stands, as its init
+// recorded it (the instance itself stays up whatever it does).
+type StartupStatus struct {
+	// State is "none" (no startup command), "running", "exited" or
+	// "failed" (it could not be started: Error says why).
+	State string `json:"state"`
+	// Command is the command line as run (argv).
+	Command   []string   `json:"command,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	ExitedAt  *time.Time `json:"exited_at,omitempty"`
+	// ExitCode is its exit code, or -1 when a signal ended it (Signal
+	// names it, e.g. "killed").
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // ActualInstance is what the runtime holds for one instance.
@@ -144,8 +190,16 @@ type ActualInstance struct {
 	State        string    `json:"state"` // running, stopped, absent, failed, creating
 	Message      string    `json:"message,omitempty"`
 	StartedAt    time.Time `json:"started_at,omitzero"`
+	// Startup is the startup command's state while the instance runs (nil
+	// when the runtime cannot tell, e.g. the process runtime).
+	Startup *StartupStatus `json:"startup,omitempty"`
 	// Move is the source's progress on the move the desired state asks for.
 	Move *MoveStatus `json:"move,omitempty"`
+}
+
+// HeldImages are the image references a host holds.
+type HeldImages struct {
+	Refs []string `json:"refs"`
 }
 
 // Report is the agent's periodic (and after every change) account of its host.
@@ -169,6 +223,10 @@ type Report struct {
 	// the latest telemetry of each GPU.
 	Health  []HealthEvent `json:"health,omitempty"`
 	Samples []GPUSample   `json:"samples,omitempty"`
+	// Images, when set, are the images of the desired state's Prepull list
+	// the host holds now (it replaces what the control plane knew); nil
+	// leaves that as it was (an agent that does not pre-pull).
+	Images *HeldImages `json:"images,omitempty"`
 }
 
 // HealthEvent is one GPU health event (kinds as internal/gpu's Event*,
@@ -236,4 +294,20 @@ type ReportResponse struct {
 	// HealthAcked are the ids of the report's health events the control
 	// plane has stored: the agent drops them.
 	HealthAcked []string `json:"health_acked,omitempty"`
+}
+
+// LogsSubsystem is the SSH subsystem of an agent's access server that
+// streams an instance's startup-command output (runtime.Logger) to the
+// control plane's gateway, which alone may ask for it (a key the server
+// trusts, never a customer's): the session's user is the instance; after
+// the subsystem request the gateway writes one LogsRequest in JSON and a
+// newline on the channel; the server answers with the output bytes until
+// the end (exit-status 0) or an error (one line on stderr, exit-status 1).
+const LogsSubsystem = "gpurent-logs@gpurent.dev"
+
+// LogsRequest asks for an instance's logs (runtime.LogOptions).
+type LogsRequest struct {
+	Follow bool      `json:"follow,omitempty"`
+	Since  time.Time `json:"since,omitzero"`
+	Tail   int       `json:"tail,omitempty"`
 }

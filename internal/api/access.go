@@ -23,11 +23,21 @@ type Access struct {
 	// GatewayKey is the key the gateway signs in to agents with: agents
 	// learn it from their report answers.
 	GatewayKey ssh.PublicKey
-	// Link makes a browser link (a path with its token) to an HTTP port of
-	// the instance for the account, valid for ttl.
+	// Link makes a browser link (an absolute URL on the port's own host
+	// name, with its token) to an HTTP port of the instance for the
+	// account, valid for ttl; nil when port links are off.
 	Link func(instanceID string, port int, accountID string, ttl time.Duration) string
-	// Proxy serves the links, mounted at /p/.
+	// Proxy serves the links: every request whose Host header PortHost
+	// claims goes to it, and nothing else does.
 	Proxy http.Handler
+	// PortHost reports whether a Host header names the ports domain (the
+	// port hosts and any other name under it).
+	PortHost func(host string) bool
+}
+
+// portHost reports whether r is for the port proxy's host names.
+func (s *Server) portHost(r *http.Request) bool {
+	return s.access != nil && s.access.Proxy != nil && s.access.PortHost != nil && s.access.PortHost(r.Host)
 }
 
 // linkTTL is how long a port link may be opened for the first time.
@@ -117,8 +127,13 @@ func (s *Server) handleInstanceAccess(w http.ResponseWriter, r *http.Request, ac
 }
 
 func (s *Server) handlePortLink(w http.ResponseWriter, r *http.Request, acc *gpurent.Account) {
-	if s.access == nil || s.access.Link == nil {
+	if s.access == nil {
 		s.writeProblem(w, r, gatewayOff())
+		return
+	}
+	if s.access.Link == nil {
+		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeUnavailable,
+			"this control plane serves no port links (gpurent serve --ports-domain)"))
 		return
 	}
 	port, err := strconv.Atoi(r.PathValue("port"))
@@ -172,11 +187,10 @@ func (s *Server) handleAccessSessions(w http.ResponseWriter, r *http.Request, ac
 	writeJSON(w, http.StatusOK, out)
 }
 
-// handlePortProxy hands /p/ to the port proxy.
-func (s *Server) handlePortProxy(w http.ResponseWriter, r *http.Request) {
-	if s.access == nil || s.access.Proxy == nil {
-		s.writeProblem(w, r, gatewayOff())
-		return
-	}
-	s.access.Proxy.ServeHTTP(w, r)
+// handleOldPortPath answers the console's host for /p/...: instance ports
+// are no longer served in the console's origin, only on their own host
+// names.
+func (s *Server) handleOldPortPath(w http.ResponseWriter, r *http.Request) {
+	s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeNotFound,
+		"instance ports are served on their own host names, not here: open the port again from the console or with `gpurent open`"))
 }

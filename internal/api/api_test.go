@@ -27,14 +27,15 @@ func TestStatusTableCoversEveryCode(t *testing.T) {
 		gpurent.CodeConflict:        409,
 		gpurent.CodeUnavailable:     503,
 		gpurent.CodeInternal:        500,
+		gpurent.CodeTooManyRequests: 429,
 	}
 	for _, c := range gpurent.Codes() {
 		w, ok := want[c]
 		if !ok {
 			t.Fatalf("code %q has no expected status in this test: add it", c)
 		}
-		if got := statusOf(c); got != w {
-			t.Errorf("statusOf(%s) = %d, want %d", c, got, w)
+		if got := gpurent.HTTPStatus(c); got != w {
+			t.Errorf("HTTPStatus(%s) = %d, want %d", c, got, w)
 		}
 		p := problemFor(gpurent.Errorf(c, "safe words"), "/x")
 		if p.Status != w || p.Code != string(c) || p.Title == "" || p.Instance != "/x" {
@@ -341,7 +342,7 @@ func TestInstanceLifecycleAndView(t *testing.T) {
 func TestProcessRuntimeIsVisible(t *testing.T) {
 	e := newEnv(t)
 	w := e.do(req{method: "POST", path: agentproto.PathRegister, body: agentproto.RegisterRequest{
-		JoinToken: testJoinToken, Name: "laptop", Zone: testZone, CPUMilli: 32000, MemoryMiB: 256 * 1024, DiskGiB: 500,
+		JoinToken: e.joinToken(), Name: "laptop", Zone: testZone, CPUMilli: 32000, MemoryMiB: 256 * 1024, DiskGiB: 500,
 		Runtime: "process", AgentVersion: "v-test",
 		GPUs: []agentproto.GPUInfo{{UUID: "GPU-fake-0", Type: testGPUType, Name: "fake", MemoryMiB: 24564, Health: "healthy"}},
 	}})
@@ -570,9 +571,10 @@ func TestLongPollEndsWhenTheAgentLeaves(t *testing.T) {
 
 func TestMetricsExposeHTTPMetrics(t *testing.T) {
 	e := newEnv(t)
+	op := e.operator()
 	e.do(req{method: "GET", path: "/healthz"})
 	e.do(req{method: "GET", path: "/api/v1/nope"})
-	w := e.do(req{method: "GET", path: "/metrics"})
+	w := e.do(req{method: "GET", path: "/metrics", token: op.token})
 	if w.Code != 200 {
 		t.Fatalf("metrics: %d", w.Code)
 	}
@@ -592,6 +594,26 @@ func TestMetricsExposeHTTPMetrics(t *testing.T) {
 	}
 }
 
+// TestMetricsOperatorOnly: /metrics names every host, GPU UUID and
+// per-GPU use; anonymous visitors and customers are refused, operators
+// read it, and the handler for a separate listener serves it as is.
+func TestMetricsOperatorOnly(t *testing.T) {
+	e := newEnv(t)
+	if w := e.do(req{method: "GET", path: "/metrics"}); w.Code != 401 || strings.Contains(w.Body.String(), "go_goroutines") {
+		t.Errorf("anonymous /metrics: %d", w.Code)
+	}
+	if w := e.do(req{method: "GET", path: "/metrics", token: e.customer().token}); w.Code != 403 || strings.Contains(w.Body.String(), "go_goroutines") {
+		t.Errorf("a customer's /metrics: %d", w.Code)
+	}
+	if w := e.do(req{method: "GET", path: "/metrics", token: e.operator().token}); w.Code != 200 || !strings.Contains(w.Body.String(), "go_goroutines") {
+		t.Errorf("an operator's /metrics: %d", w.Code)
+	}
+	srv := New(Config{Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Store: e.st, Registry: e.reg, Version: "v-test"})
+	if w := httptestDo(srv.MetricsHandler(), "GET", "/metrics"); w.Code != 200 || !strings.Contains(w.Body.String(), "go_goroutines") {
+		t.Errorf("the metrics listener's handler: %d", w.Code)
+	}
+}
+
 func TestSharedRegistryIsReused(t *testing.T) {
 	e := newEnv(t)
 	// A second server on the same registry (a restart in-process, a test)
@@ -601,7 +623,7 @@ func TestSharedRegistryIsReused(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("healthz on the second server: %d", w.Code)
 	}
-	text := httptestDo(e.h, "GET", "/metrics").Body.String()
+	text := e.do(req{method: "GET", path: "/metrics", token: e.operator().token}).Body.String()
 	if !strings.Contains(text, `gpurent_http_requests_total{code="200",method="GET",route="/healthz"} 1`) {
 		t.Fatalf("the second server's request is not counted on the shared registry:\n%s", text)
 	}

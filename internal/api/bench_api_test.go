@@ -14,7 +14,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 )
 
 // benchRecords makes a run's records for the GPUs: each at its factor of
@@ -27,9 +27,9 @@ func benchRecords(t testing.TB, typ string, gpus []string, factor map[string]flo
 		if f == 0 {
 			f = 1
 		}
-		for _, probe := range []string{certify.ProbeGEMMBF16, certify.ProbeResNet50Train} {
-			for _, r := range certify.Synthesize(typ, g, probe, f, 5, int64(i+7)) {
-				b, err := certify.EncodeRecord(r)
+		for _, probe := range []string{benchjudge.ProbeGEMMBF16, benchjudge.ProbeResNet50Train} {
+			for _, r := range benchjudge.Synthesize(typ, g, probe, f, 5, int64(i+7)) {
+				b, err := benchjudge.EncodeRecord(r)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -19,24 +19,22 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/academic"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/auth"
-	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/certification"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/graph"
 	"github.com/gpurent/gpurent/internal/incident"
-	"github.com/gpurent/gpurent/internal/metering"
+	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 const (
-	testJoinToken = "join-secret-for-tests"
-	testGPUType   = "rtx4090-24g"
-	testZone      = "cd-tianfu-a"
+	testGPUType = "rtx4090-24g"
+	testZone    = "cd-tianfu-a"
 )
 
 // env is a whole API over a real SQLite store and the real services.
@@ -46,7 +44,7 @@ type env struct {
 	auth    *auth.Service
 	rental  *rental.Service
 	fleet   *fleet.Service
-	billing *billing.Service
+	billing *pricing.Service
 	wallet  *wallet.Service
 	fakePay *wallet.FakeProvider
 	srv     *Server
@@ -63,6 +61,8 @@ type env struct {
 
 type envOpts struct {
 	pollWait time.Duration
+	// logs serves GET /instances/{id}/logs (nil: unavailable).
+	logs InstanceLogs
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, envOpts{}) }
@@ -78,23 +78,17 @@ func newEnvWith(t testing.TB, o envOpts) *env {
 	lw := &lockedWriter{w: logs}
 	log := slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{t: t, st: st, logs: logs, logMu: &lw.mu, reg: prometheus.NewRegistry()}
-	e.auth = auth.New(auth.Config{Store: st, BcryptCost: bcrypt.MinCost})
-	e.rental = rental.New(rental.Config{Store: st, Logger: log, PollWait: o.pollWait})
-	e.fleet = fleet.New(fleet.Config{Store: st, Logger: log, JoinToken: testJoinToken, OnChange: e.rental.Invalidate})
-	e.billing = billing.New(billing.Config{Store: st, Logger: log})
 	e.fakePay = wallet.NewFakeProvider("fake", "test-callback-secret", "http://127.0.0.1:1")
-	e.wallet = wallet.New(wallet.Config{Store: st, Logger: log, Providers: []wallet.PaymentProvider{e.fakePay}})
-	e.incidents = newIncidents(t, st, e.rental, e.wallet, log)
-	cert, err := certification.New(certification.Config{Store: st, Logger: log, AcceptSynthetic: true, Incidents: e.incidents,
-		Invalidate: e.rental.Invalidate})
+	g, err := graph.New(graph.Config{Store: st, Logger: log, BcryptCost: bcrypt.MinCost, PollWait: o.pollWait,
+		PaymentProviders: []wallet.PaymentProvider{e.fakePay}, AcceptSynthetic: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.cert = cert
+	e.auth, e.rental, e.fleet, e.billing, e.wallet = g.Auth, g.Rental, g.Fleet, g.Billing, g.Wallet
+	e.incidents, e.cert = g.Incidents, g.Certification
 	e.srv = New(Config{Wallet: e.wallet, Auth: e.auth, Rental: e.rental, Fleet: e.fleet, Billing: e.billing, Incidents: e.incidents,
-		Certification: cert,
-		Academic:      academic.New(academic.Config{Store: st, Logger: log}),
-		Metering:      metering.New(metering.Config{Store: st, Logger: log}), Store: st, Logger: log, Registry: e.reg, Version: "v-test"})
+		Certification: e.cert, Academic: g.Academic, Metering: g.Metering, Reports: g.Reports,
+		Store: st, Logger: log, Registry: e.reg, Version: "v-test", Logs: o.logs})
 	e.h = e.srv.Handler()
 	return e
 }
@@ -258,7 +252,7 @@ func (e *env) host(name string, n int) agentHost {
 		}
 	}
 	w := e.do(req{method: "POST", path: agentproto.PathRegister, body: agentproto.RegisterRequest{
-		JoinToken: testJoinToken, Name: name, Zone: testZone, CPUMilli: 64000, MemoryMiB: 256 * 1024,
+		JoinToken: e.joinToken(), Name: name, Zone: testZone, CPUMilli: 64000, MemoryMiB: 256 * 1024,
 		DiskGiB: 2000, Runtime: "docker", AgentVersion: "v-test", GPUs: gpus,
 	}})
 	resp := decode[agentproto.RegisterResponse](e.t, w, http.StatusOK)
@@ -284,4 +278,14 @@ func httptestDo(h http.Handler, method, path string) *httptest.ResponseRecorder 
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
 	return w
+}
+
+// joinToken mints a one-time join token for a host in testZone.
+func (e *env) joinToken() string {
+	e.t.Helper()
+	tok, _, err := e.fleet.MintJoinToken(context.Background(), testZone, "", 0, "")
+	if err != nil {
+		e.t.Fatalf("mint a join token: %v", err)
+	}
+	return tok
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -42,6 +41,10 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	var req apiv1.RegisterRequest
 	if err := decodeJSON(body, &req); err != nil {
 		s.writeProblem(w, r, err)
+		return
+	}
+	if ok, wait := s.limit.Address(clientAddr(r)); !ok {
+		s.tooMany(w, r, wait)
 		return
 	}
 	// Register keys are scoped to the e-mail: stored under the account
@@ -98,11 +101,17 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	addr := clientAddr(r)
+	if ok, wait := s.limit.Login(req.Email, addr); !ok {
+		s.tooMany(w, r, wait)
+		return
+	}
 	secret, tok, acc, err := s.auth.Login(r.Context(), req.Email, req.Password)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
 	}
+	s.limit.Succeeded(req.Email, addr)
 	bal, err := s.wallet.SpendableFen(r.Context(), acc.ID)
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -183,24 +192,37 @@ func redactTokenSecret(status int, body []byte) []byte {
 // --- catalog ---
 
 func (s *Server) handleGPUTypes(w http.ResponseWriter, r *http.Request) {
-	as, err := s.fleet.GPUTypes(r.Context())
+	body, err := s.types.get(r.Context())
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
+	}
+	writeRaw(w, http.StatusOK, contentJSON, body)
+}
+
+// gpuTypesBody reads the fleet for GET /api/v1/gpu-types and encodes the
+// answer.
+func (s *Server) gpuTypesBody(ctx context.Context) ([]byte, error) {
+	as, err := s.fleet.GPUTypes(ctx)
+	if err != nil {
+		return nil, err
 	}
 	v := gpuTypeListView(as)
 	if s.rental != nil {
 		// What a new instance could get is the scheduler's answer: GPUs
 		// held by a benchmark job are not free, and degraded GPUs are
 		// counted apart, with their price range.
-		counts, err := s.rental.Availability(r.Context())
+		counts, err := s.rental.Availability(ctx)
 		if err != nil {
-			s.writeProblem(w, r, err)
-			return
+			return nil, err
 		}
 		placeable(&v, counts)
 	}
-	writeJSON(w, http.StatusOK, v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, gpurent.WrapError(gpurent.CodeInternal, err, "encoding the answer failed")
+	}
+	return append(b, '\n'), nil
 }
 
 // placeable sets the free counts of v from the scheduler's availability
@@ -314,6 +336,7 @@ func (s *Server) handleCreateInstance(w http.ResponseWriter, r *http.Request, ac
 			VolumeGiB:      req.VolumeGiB,
 			IdempotencyKey: r.Header.Get(headerIdempotencyKey),
 			Degraded:       req.Degraded,
+			StartupCommand: req.StartupCommand,
 		})
 		if err != nil {
 			s.writeProblem(w, r, err)
@@ -468,34 +491,14 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request, host 
 		s.writeProblem(w, r, err)
 		return
 	}
-	if err := s.fleet.Report(r.Context(), host, rep); err != nil {
-		s.writeProblem(w, r, err)
+	if s.reports == nil {
+		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeUnavailable, "agents' reports are not taken by this server"))
 		return
 	}
-	resp, err := s.rental.ApplyReport(r.Context(), host, rep)
+	resp, err := s.reports.Apply(r.Context(), host, rep)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
-	}
-	if s.metering != nil {
-		// Acknowledged run events are dropped by the agent; after a failure
-		// the rest are resent with the next report.
-		acked, err := s.metering.Ingest(r.Context(), host, rep.Runs, rep.Instances)
-		resp.RunsAcked = acked
-		if err != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "metering: run events not stored; the agent resends them",
-				slog.String("host", host.ID), slog.String("error", err.Error()))
-		}
-	}
-	if s.health != nil {
-		// Acknowledged health events are dropped by the agent; the rest
-		// come again with the next report.
-		acked, err := s.health.Ingest(r.Context(), host, rep)
-		resp.HealthAcked = acked
-		if err != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "health: events not stored; the agent resends them",
-				slog.String("host", host.ID), slog.String("error", err.Error()))
-		}
 	}
 	if s.access != nil && s.access.GatewayKey != nil {
 		resp.GatewayKeys = []string{strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.access.GatewayKey)))}
@@ -503,8 +506,8 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request, host 
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// HealthIngester takes the health part of an agent's report and answers
-// the event ids it stored (internal/incident).
-type HealthIngester interface {
-	Ingest(ctx context.Context, host *gpurent.Host, rep agentproto.Report) ([]string, error)
+// AgentReports applies an agent's report and answers what the agent is
+// told (internal/agentreport).
+type AgentReports interface {
+	Apply(ctx context.Context, host *gpurent.Host, rep agentproto.Report) (agentproto.ReportResponse, error)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -15,28 +14,10 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/health"
+	"github.com/gpurent/gpurent/internal/faultrules"
 	"github.com/gpurent/gpurent/internal/incident"
-	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/sla"
-	"github.com/gpurent/gpurent/internal/wallet"
 )
-
-// newIncidents is the real health service over st, with the default rules
-// and terms, and no fault injector (a real fleet).
-func newIncidents(t testing.TB, st gpurent.Store, r *rental.Service, w *wallet.Service, log *slog.Logger) *incident.Service {
-	t.Helper()
-	rules, err := health.DefaultRules()
-	if err != nil {
-		t.Fatalf("health rules: %v", err)
-	}
-	loc, err := sla.LoadZone()
-	if err != nil {
-		t.Fatalf("billing zone: %v", err)
-	}
-	return incident.New(incident.Config{Store: st, Rules: rules, Terms: sla.DefaultTerms(), Mover: r, Credits: w,
-		Location: loc, Logger: log})
-}
 
 // recordingInjector stands in for the demo's fake GPUs: it keeps the
 // faults it is given.
@@ -388,7 +369,7 @@ func TestFaultInjection(t *testing.T) {
 
 	// The demo's fake GPUs take it: a bare xid is kind xid.
 	inj := &recordingInjector{}
-	rules, err := health.DefaultRules()
+	rules, err := faultrules.DefaultRules()
 	if err != nil {
 		t.Fatal(err)
 	}

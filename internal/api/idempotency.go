@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/gpurent/gpurent"
 )
@@ -63,7 +62,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, o idem, fn f
 	if lockName == "" {
 		lockName = o.scope
 	}
-	unlock := s.locks.lock(lockName + "\x00" + storedKey)
+	unlock := s.locks.Lock(lockName + "\x00" + storedKey)
 	defer unlock()
 
 	if o.scope != "" {
@@ -158,41 +157,4 @@ func requestHash(method, path string, body []byte) string {
 	h.Write([]byte{0})
 	h.Write(body)
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// keyLocks serialises requests that share an idempotency key.
-type keyLocks struct {
-	mu sync.Mutex
-	m  map[string]*keyLock
-}
-
-type keyLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock takes the lock for key and returns its release.
-func (l *keyLocks) lock(key string) (unlock func()) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = make(map[string]*keyLock)
-	}
-	k := l.m[key]
-	if k == nil {
-		k = &keyLock{}
-		l.m[key] = k
-	}
-	k.refs++
-	l.mu.Unlock()
-
-	k.mu.Lock()
-	return func() {
-		k.mu.Unlock()
-		l.mu.Lock()
-		k.refs--
-		if k.refs == 0 {
-			delete(l.m, key)
-		}
-		l.mu.Unlock()
-	}
 }

@@ -14,11 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
 // routeUnmatched labels requests that matched no route, keeping the
 // metrics' cardinality bounded.
 const routeUnmatched = "unmatched"
+
+// routePortHost labels requests to instance ports' host names.
+const routePortHost = "port-host"
 
 // httpMetrics are the API's Prometheus metrics.
 type httpMetrics struct {
@@ -89,9 +93,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	reqID := requestID(r)
 	sw.Header().Set("X-Request-Id", reqID)
 
-	_, pattern := s.mux.Handler(r)
+	// A port host is the port proxy's alone: no route, console page or
+	// cookie of the control plane is served there.
+	ports := s.portHost(r)
+	var pattern string
+	if !ports {
+		_, pattern = s.mux.Handler(r)
+	}
 	routeLabel := routeUnmatched
-	if pattern != "" {
+	switch {
+	case ports:
+		routeLabel = routePortHost
+	case pattern != "":
 		routeLabel = patternPath(pattern)
 	}
 
@@ -116,6 +129,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		if changes(r) && status < 400 {
+			// Prices, hosts, rentals: what GET /api/v1/gpu-types shows
+			// may have changed.
+			s.types.invalidate()
+		}
 		elapsed := time.Since(start)
 		s.metrics.requests.WithLabelValues(routeLabel, methodLabel(r.Method), strconv.Itoa(status)).Inc()
 		s.metrics.duration.WithLabelValues(routeLabel).Observe(elapsed.Seconds())
@@ -136,19 +154,103 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			slog.String("remote", r.RemoteAddr), slog.String("request_id", reqID))
 	}()
 
-	if pattern == "" {
-		s.serveUnmatched(sw, r)
-		return
+	if ports || longLived(r, pattern) {
+		// The server's read and write timeouts (see Timeouts) would cut
+		// these; they end when their client or their stream does. A port
+		// host's answers are the customer's app: downloads, uploads and
+		// websockets of any length.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
 	}
-	s.mux.ServeHTTP(sw, r)
+	switch {
+	case ports:
+		s.access.Proxy.ServeHTTP(sw, r)
+	case pattern == "":
+		s.serveUnmatched(sw, r, false)
+	case pattern == "/" && s.console:
+		s.serveUnmatched(sw, r, true)
+	default:
+		s.mux.ServeHTTP(sw, r)
+	}
+}
+
+// Timeouts are the HTTP server's: ReadHeader bounds the request's header
+// (a slowloris that never finishes one is closed), Read the whole request,
+// Write the answer, Idle a kept-alive connection between requests. The
+// answers that last by design (agents' long polls, the console's live
+// streams, the port proxy's connections and websockets, any upgrade) have
+// their deadlines lifted by the handler (see longLived).
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// The control plane's timeouts, for the zero fields of Timeouts.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultWriteTimeout      = 2 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+)
+
+// Apply sets t on srv, zero fields taking the defaults.
+func (t Timeouts) Apply(srv *http.Server) {
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	srv.ReadHeaderTimeout = or(t.ReadHeader, DefaultReadHeaderTimeout)
+	srv.ReadTimeout = or(t.Read, DefaultReadTimeout)
+	srv.WriteTimeout = or(t.Write, DefaultWriteTimeout)
+	srv.IdleTimeout = or(t.Idle, DefaultIdleTimeout)
+}
+
+// changes reports whether r may change what GET /api/v1/gpu-types shows:
+// a write to the public API, or an agent's registration (agents' periodic
+// reports do not drop the reading; its TTL bounds what they change).
+func changes(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	return strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == agentproto.PathRegister
+}
+
+// longLived reports whether r is answered over a long time by design: an
+// agent's long poll, the console's live streams (server-sent events), the
+// browser port proxy (long downloads, uploads, websockets) and any
+// protocol upgrade.
+func longLived(r *http.Request, pattern string) bool {
+	if r.Header.Get("Upgrade") != "" || strings.HasPrefix(r.URL.Path, "/p/") {
+		return true
+	}
+	if r.Method != http.MethodGet {
+		return false
+	}
+	if pattern == "GET "+agentproto.PathDesired || pattern == "GET /api/v1/instances/{id}/logs" || r.URL.Path == "/dashboard/events" {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/instances/"); ok {
+		id, tail, _ := strings.Cut(rest, "/")
+		return id != "" && tail == "events"
+	}
+	return false
 }
 
 // serveUnmatched answers a request no route took: 405 with Allow when the
 // path exists under other methods, 404 otherwise, and the mux's redirects
-// to canonical paths as they are.
-func (s *Server) serveUnmatched(w http.ResponseWriter, r *http.Request) {
+// to canonical paths as they are. With a console mounted, a request that
+// fell through to it is the console's unless the path is one of the
+// server's under another method or lies under /api/ or /agent/: the API
+// answers only in problem+json, never with a console page.
+func (s *Server) serveUnmatched(w http.ResponseWriter, r *http.Request, console bool) {
 	c := &captureWriter{header: http.Header{}}
-	s.mux.ServeHTTP(c, r)
+	s.table.ServeHTTP(c, r)
+	if console && c.status != http.StatusMethodNotAllowed && !apiPath(r.URL.Path) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	switch c.status {
 	case http.StatusMethodNotAllowed:
 		if allow := c.header.Get("Allow"); allow != "" {
@@ -167,6 +269,12 @@ func (s *Server) serveUnmatched(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(c.status)
 		_, _ = w.Write(c.body)
 	}
+}
+
+// apiPath reports whether path lies under the public or the agents' API,
+// where no console page is ever served.
+func apiPath(path string) bool {
+	return strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/agent/")
 }
 
 // patternPath drops the method from a ServeMux pattern.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rental"
 )
 
@@ -92,8 +92,8 @@ func (s *Server) upgradePlanView(ctx context.Context, acc *gpurent.Account, p *r
 
 // pricedShape maps a shape with the billing service's quote of one hour
 // of it from start.
-func (s *Server) pricedShape(ctx context.Context, acc *gpurent.Account, sh rental.Shape, start time.Time) (apiv1.UpgradeShape, *billing.Quotes, error) {
-	q, err := s.billing.Quote(ctx, acc, billing.QuoteRequest{TypeID: sh.TypeID, Count: sh.Count, Start: start, Duration: time.Hour})
+func (s *Server) pricedShape(ctx context.Context, acc *gpurent.Account, sh rental.Shape, start time.Time) (apiv1.UpgradeShape, *pricing.Quotes, error) {
+	q, err := s.billing.Quote(ctx, acc, pricing.QuoteRequest{TypeID: sh.TypeID, Count: sh.Count, Start: start, Duration: time.Hour})
 	if err != nil {
 		return apiv1.UpgradeShape{}, nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rental"
 )
 
@@ -42,7 +42,7 @@ func (e *env) typedHost(name, typ string, n int) agentHost {
 			Name: typ, MemoryMiB: 81920, TopoGroup: "nvl0", Health: "healthy"}
 	}
 	w := e.do(req{method: "POST", path: agentproto.PathRegister, body: agentproto.RegisterRequest{
-		JoinToken: testJoinToken, Name: name, Zone: testZone, CPUMilli: 256000, MemoryMiB: 2048 * 1024,
+		JoinToken: e.joinToken(), Name: name, Zone: testZone, CPUMilli: 256000, MemoryMiB: 2048 * 1024,
 		DiskGiB: 8000, Runtime: "docker", AgentVersion: "v-test", GPUs: gpus,
 	}})
 	resp := decode[agentproto.RegisterResponse](e.t, w, http.StatusOK)
@@ -87,9 +87,9 @@ func (e *env) catalogHourly(typ string) int64 {
 }
 
 // quoteHour is the billing service's own quote of one hour at peakHour.
-func (e *env) quoteHour(acc *gpurent.Account, typ string, count int) *billing.Quotes {
+func (e *env) quoteHour(acc *gpurent.Account, typ string, count int) *pricing.Quotes {
 	e.t.Helper()
-	q, err := e.billing.Quote(context.Background(), acc, billing.QuoteRequest{TypeID: typ, Count: count, Start: peakHour, Duration: time.Hour})
+	q, err := e.billing.Quote(context.Background(), acc, pricing.QuoteRequest{TypeID: typ, Count: count, Start: peakHour, Duration: time.Hour})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/billing"
+	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rating"
 )
 
@@ -19,7 +19,7 @@ const maxQuoteHours = 366 * 24
 // It is public: anyone may see what a rental costs before signing up.
 func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req := billing.QuoteRequest{TypeID: q.Get("gpu_type")}
+	req := pricing.QuoteRequest{TypeID: q.Get("gpu_type")}
 	if req.TypeID == "" {
 		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "gpu_type is required (see GET /api/v1/gpu-types)"))
 		return
@@ -74,7 +74,7 @@ func queryInt(v, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
-func quoteView(q *billing.Quotes) apiv1.Quote {
+func quoteView(q *pricing.Quotes) apiv1.Quote {
 	return apiv1.Quote{
 		GPUType: q.List.TypeID, GPUCount: q.List.GPUCount, Start: q.List.Start, End: q.List.End, PricePermille: q.List.PricePermille,
 		TimeZone: rating.BillingZone, OffPeak: q.Rule.String(),
@@ -120,7 +120,7 @@ func (s *Server) handleListPrices(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i, v := range vs {
-		doc, err := billing.EncodeVersion(v)
+		doc, err := pricing.EncodeVersion(v)
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -147,7 +147,7 @@ func (s *Server) handleAddPrices(w http.ResponseWriter, r *http.Request, acc *gp
 		s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeInvalid, "price_list is required"))
 		return
 	}
-	v, err := billing.DecodeVersion(req.PriceList)
+	v, err := pricing.DecodeVersion(req.PriceList)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -157,7 +157,7 @@ func (s *Server) handleAddPrices(w http.ResponseWriter, r *http.Request, acc *gp
 		s.writeProblem(w, r, err)
 		return
 	}
-	doc, err := billing.EncodeVersion(added)
+	doc, err := pricing.EncodeVersion(added)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return

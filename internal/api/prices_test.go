@@ -15,7 +15,7 @@ func TestQuoteRoute(t *testing.T) {
 	e := newEnv(t)
 	// Public: no token. The seed's example, 4 x H100 for 5 days from
 	// Tuesday 2026-12-01 09:00 in Chengdu (worked by hand in
-	// internal/billing's TestQuoteSeedExample).
+	// internal/pricing's TestQuoteSeedExample).
 	w := e.do(req{method: "GET", path: "/api/v1/price?gpu_type=h100-80g-sxm&count=4&hours=120&start=2026-12-01T09:00:00%2B08:00"})
 	q := decode[apiv1.Quote](t, w, http.StatusOK)
 	if q.List.HourlyFen != 1_396_380 || q.Academic.HourlyFen != 1_117_340 || q.List.CheapestPlan != "hourly" ||

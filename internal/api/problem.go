@@ -19,28 +19,6 @@ const (
 // problemTypePrefix starts every problem's type URI; the code completes it.
 const problemTypePrefix = "urn:gpurent:problem:"
 
-// statusOf is the one table from error codes to HTTP statuses.
-func statusOf(code gpurent.Code) int {
-	switch code {
-	case gpurent.CodeInvalid:
-		return http.StatusBadRequest
-	case gpurent.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case gpurent.CodePaymentRequired:
-		return http.StatusPaymentRequired
-	case gpurent.CodeForbidden:
-		return http.StatusForbidden
-	case gpurent.CodeNotFound:
-		return http.StatusNotFound
-	case gpurent.CodeConflict:
-		return http.StatusConflict
-	case gpurent.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
 // titleOf is the short, fixed summary of a code.
 func titleOf(code gpurent.Code) string {
 	switch code {
@@ -58,6 +36,8 @@ func titleOf(code gpurent.Code) string {
 		return "Conflict"
 	case gpurent.CodeUnavailable:
 		return "Service unavailable"
+	case gpurent.CodeTooManyRequests:
+		return "Too many requests"
 	default:
 		return "Internal server error"
 	}
@@ -69,7 +49,7 @@ func problemFor(err error, path string) apiv1.Problem {
 	return apiv1.Problem{
 		Type:     problemTypePrefix + string(code),
 		Title:    titleOf(code),
-		Status:   statusOf(code),
+		Status:   gpurent.HTTPStatus(code),
 		Detail:   gpurent.ErrorMessage(err),
 		Instance: path,
 		Code:     string(code),

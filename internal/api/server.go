@@ -13,6 +13,7 @@ import (
 	"context"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,16 +26,33 @@ import (
 	"github.com/gpurent/gpurent/internal/academic"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/auth"
-	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/certification"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/imagecatalog"
 	"github.com/gpurent/gpurent/internal/incident"
+	"github.com/gpurent/gpurent/internal/keymutex"
 	"github.com/gpurent/gpurent/internal/metering"
+	"github.com/gpurent/gpurent/internal/pricing"
+	"github.com/gpurent/gpurent/internal/ratelimit"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/sla"
 	"github.com/gpurent/gpurent/internal/sshkeys"
 	"github.com/gpurent/gpurent/internal/wallet"
 )
+
+// Store is what the API reads and writes itself, beside its services:
+// readiness and the backend's name (status), idempotency records, the
+// access-session audit, and the accounts and plan changes a few answers
+// read.
+type Store interface {
+	gpurent.IdempotencyStore
+	Ping(ctx context.Context) error
+	Backend() string
+	AccountByID(ctx context.Context, id string) (*gpurent.Account, error)
+	AccountByEmail(ctx context.Context, email string) (*gpurent.Account, error)
+	ListAccessSessions(ctx context.Context, accountID string, limit int) ([]gpurent.AccessSession, error)
+	PlanChanges(ctx context.Context, instanceID string) ([]gpurent.PlanChange, error)
+}
 
 // Config configures the server.
 type Config struct {
@@ -42,7 +60,7 @@ type Config struct {
 	Rental *rental.Service
 	Fleet  *fleet.Service
 	// Billing serves prices and quotes.
-	Billing *billing.Service
+	Billing *pricing.Service
 	// Academic runs academic verification.
 	Academic *academic.Service
 	// Metering takes agents' run events.
@@ -52,14 +70,17 @@ type Config struct {
 	Wallet *wallet.Service
 	// SSHKeys keeps customers' SSH keys.
 	SSHKeys *sshkeys.Service
+	// Images keeps the operator's base image catalog; nil answers its
+	// routes unavailable.
+	Images *imagecatalog.Service
 	// Access, when set, says where the SSH gateway and port links are.
 	Access *Access
 	// Incidents serves GPU health, incidents, GPU cordon and repair, the
 	// RMA list and fault injection; nil answers those routes unavailable.
 	Incidents incident.API
-	// Health takes the GPU health events and telemetry of agents' reports
-	// (the incident service); nil drops them unacknowledged.
-	Health HealthIngester
+	// Reports applies agents' reports (internal/agentreport); nil answers
+	// them unavailable.
+	Reports AgentReports
 	// SLA are the terms published on /sla and /api/v1/sla: pass the very
 	// value the incident service credits by. The zero Terms publish
 	// sla.DefaultTerms.
@@ -68,11 +89,22 @@ type Config struct {
 	// verify runs, benchmark jobs and certifications, and agents'
 	// benchmark results; nil answers those routes unavailable.
 	Certification *certification.Service
+	// Logs streams instances' startup-command output from their agents
+	// (the SSH gateway); nil answers GET /instances/{id}/logs unavailable.
+	Logs InstanceLogs
 	// Console, when set, is the web console, served at every path the API
 	// does not claim.
 	Console http.Handler
+	// Limiter counts credential checks (sign-in, sign-up); pass the
+	// console's too, so that both count together (nil: the API's own).
+	Limiter *ratelimit.Limiter
+	// GPUTypesTTL is how long GET /api/v1/gpu-types serves one answer
+	// (the fleet's types, totals and free counts); 0 reads the fleet per
+	// request. The reading is dropped by
+	// InvalidateGPUTypes and after every change made through the API.
+	GPUTypesTTL time.Duration
 	// Store serves readiness checks and idempotency records.
-	Store gpurent.Store
+	Store Store
 	// Logger receives the access log and internal errors; nil discards.
 	Logger *slog.Logger
 	// Registry receives the Go, process and HTTP metrics and is served on
@@ -89,13 +121,14 @@ type Server struct {
 	auth     *auth.Service
 	rental   *rental.Service
 	fleet    *fleet.Service
-	billing  *billing.Service
+	billing  *pricing.Service
 	wallet   *wallet.Service
 	academic *academic.Service
 	metering *metering.Service
 	sshKeys  *sshkeys.Service
+	images   *imagecatalog.Service
 	access   *Access
-	store    gpurent.Store
+	store    Store
 	log      *slog.Logger
 	reg      *prometheus.Registry
 	version  string
@@ -104,15 +137,22 @@ type Server struct {
 	// incidents may be nil (see Config.Incidents); sla are the published
 	// terms and slaPage their page's template.
 	incidents incident.API
-	health    HealthIngester
+	reports   AgentReports
 	cert      *certification.Service
+	logs      InstanceLogs
 	sla       sla.Terms
 	slaPage   *template.Template
 
 	routes  []route
+	console bool // a console is mounted at "/"
 	mux     *http.ServeMux
+	// table holds the routes of mux without the console: what the server
+	// itself claims, asked when a request falls through to the console.
+	table   *http.ServeMux
 	metrics *httpMetrics
-	locks   keyLocks
+	locks   keymutex.Mutex
+	limit   *ratelimit.Limiter
+	types   *typesCache
 }
 
 // route is one registered (method, path) with its handler.
@@ -135,15 +175,18 @@ func New(cfg Config) *Server {
 		academic: cfg.Academic,
 		metering: cfg.Metering,
 		sshKeys:  cfg.SSHKeys,
+		images:   cfg.Images,
 		access:   cfg.Access,
 		store:    cfg.Store,
 		log:      cfg.Logger,
 		reg:      cfg.Registry,
 		version:  cfg.Version,
 		now:      cfg.Now,
+		limit:    cfg.Limiter,
 	}
 	s.incidents, s.sla, s.slaPage = cfg.Incidents, termsOrDefault(cfg.SLA), newSLAPage()
-	s.health = cfg.Health
+	s.reports = cfg.Reports
+	s.logs = cfg.Logs
 	s.cert = cfg.Certification
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -154,20 +197,27 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.types = &typesCache{ttl: cfg.GPUTypesTTL, load: s.gpuTypesBody}
+	if s.limit == nil {
+		s.limit = ratelimit.New(ratelimit.Config{Now: s.now})
+	}
 	if s.version == "" {
 		s.version = "dev"
 	}
 	s.metrics = newHTTPMetrics(s.reg, s.version, s.log)
 	s.routes = s.routeTable()
-	s.mux = http.NewServeMux()
-	for _, rt := range s.routes {
-		s.mux.Handle(rt.pattern(), rt.h)
+	s.mux, s.table = http.NewServeMux(), http.NewServeMux()
+	for _, mux := range []*http.ServeMux{s.mux, s.table} {
+		for _, rt := range s.routes {
+			mux.Handle(rt.pattern(), rt.h)
+		}
+		// Instance ports used to be served here, in the console's origin;
+		// they now live on their own host names (see Access.PortHost).
+		mux.HandleFunc("/p/", s.handleOldPortPath)
 	}
-	// Browser links to instances' HTTP ports: any method, any path below
-	// the instance and port, authenticated by the link's token or cookie.
-	s.mux.HandleFunc("/p/", s.handlePortProxy)
 	if cfg.Console != nil {
 		s.mux.Handle("/", cfg.Console)
+		s.console = true
 	}
 	return s
 }
@@ -176,18 +226,56 @@ func New(cfg Config) *Server {
 // access log around every route.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
+// InvalidateGPUTypes drops the cached reading of GPU types (call it when
+// hosts or GPUs change).
+func (s *Server) InvalidateGPUTypes() { s.types.invalidate() }
+
+// MetricsHandler serves the Prometheus metrics without authentication,
+// for a listener of their own that only the operator's scraper reaches
+// (serve --metrics-listen).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg})
+}
+
+// Route is one (method, path pattern) the server serves, as Routes lists
+// it. Method "*" is any method: a mounted prefix.
+type Route struct{ Method, Path string }
+
+// Routes lists every route the server registers, from the very table New
+// registers from, then the prefixes it mounts: "/p/" (port links) and "/"
+// (the console) when one is set. The authorization matrix test enumerates
+// it.
+func (s *Server) Routes() []Route {
+	out := make([]Route, 0, len(s.routes)+2)
+	for _, rt := range s.routes {
+		out = append(out, Route{Method: rt.method, Path: rt.path})
+	}
+	out = append(out, Route{Method: "*", Path: "/p/"})
+	if s.console {
+		out = append(out, Route{Method: "*", Path: "/"})
+	}
+	return out
+}
+
 // routeTable lists every route. The OpenAPI test holds openapi.json to it.
 func (s *Server) routeTable() []route {
+	metrics := s.MetricsHandler()
 	return []route{
 		{"GET", "/healthz", s.handleHealthz},
 		{"GET", "/readyz", s.handleReadyz},
-		{"GET", "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}).ServeHTTP},
+		// The metrics name every host, GPU UUID and per-GPU use: operators
+		// only (Prometheus sends an operator's token), or the separate
+		// listener of MetricsHandler.
+		{"GET", "/metrics", s.operator(func(w http.ResponseWriter, r *http.Request, _ *gpurent.Account) {
+			metrics.ServeHTTP(w, r)
+		})},
 		{"GET", "/api/v1/openapi.json", s.handleOpenAPI},
 
 		{"POST", "/api/v1/auth/register", s.handleRegister},
 		{"POST", "/api/v1/auth/login", s.handleLogin},
 		{"POST", "/api/v1/auth/logout", s.handleLogout},
 		{"GET", "/api/v1/me", s.user(s.handleMe)},
+		{"POST", "/api/v1/me/email/confirm", s.user(s.handleConfirmEmail)},
 		{"POST", "/api/v1/tokens", s.user(s.handleCreateToken)},
 
 		{"GET", "/api/v1/gpu-types", s.handleGPUTypes},
@@ -235,6 +323,12 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/ssh-keys", s.user(s.handleListSSHKeys)},
 		{"POST", "/api/v1/ssh-keys", s.user(s.handleAddSSHKey)},
 		{"DELETE", "/api/v1/ssh-keys/{id}", s.user(s.handleDeleteSSHKey)},
+		// The operator's base image catalog: every signed-in account reads
+		// it, operators change it.
+		{"GET", "/api/v1/images", s.user(s.handleListImages)},
+		{"PUT", "/api/v1/images/{name}", s.operator(s.handlePutImage)},
+		{"DELETE", "/api/v1/images/{name}", s.operator(s.handleDeleteImage)},
+		{"PUT", "/api/v1/images/{name}/prepull", s.operator(s.handleSetPrepull)},
 		{"GET", "/api/v1/access-sessions", s.user(s.handleAccessSessions)},
 		{"POST", "/api/v1/instances/{id}/plan", s.user(s.handleChangePlan)},
 		{"DELETE", "/api/v1/instances/{id}", s.user(s.handleDeleteInstance)},
@@ -242,6 +336,8 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/instances/{id}/incidents", s.user(s.handleInstanceIncidents)},
 		{"GET", "/api/v1/incidents", s.user(s.handleAccountIncidents)},
 		{"PUT", "/api/v1/instances/{id}/failover", s.user(s.handleSetFailover)},
+		{"PUT", "/api/v1/instances/{id}/startup", s.user(s.handleSetStartup)},
+		{"GET", "/api/v1/instances/{id}/logs", s.user(s.handleLogs)},
 		{"GET", "/api/v1/gpus/health", s.operator(s.handleFleetHealth)},
 		{"POST", "/api/v1/gpus/{uuid}/cordon", s.operator(s.handleCordonGPU)},
 		{"POST", "/api/v1/gpus/{uuid}/repair", s.operator(s.handleRepairGPU)},
@@ -267,6 +363,11 @@ func (s *Server) routeTable() []route {
 		{"POST", "/api/v1/hosts/{id}/cordon", s.operator(s.handleHostState(gpurent.HostCordoned))},
 		{"POST", "/api/v1/hosts/{id}/uncordon", s.operator(s.handleHostState(gpurent.HostReady))},
 		{"POST", "/api/v1/hosts/{id}/drain", s.operator(s.handleDrainHost)},
+		// Per-host join tokens and agent credential resets (issue 14).
+		{"POST", "/api/v1/hosts/{id}/reset", s.operator(s.handleResetHost)},
+		{"GET", "/api/v1/join-tokens", s.operator(s.handleListJoinTokens)},
+		{"POST", "/api/v1/join-tokens", s.operator(s.handleCreateJoinToken)},
+		{"DELETE", "/api/v1/join-tokens/{id}", s.operator(s.handleRevokeJoinToken)},
 
 		{"POST", "/agent/v1/register", s.handleAgentRegister},
 		{"GET", "/agent/v1/desired", s.agent(s.handleAgentDesired)},
@@ -313,6 +414,23 @@ func bearer(r *http.Request) (string, bool) {
 	}
 	tok = strings.TrimSpace(tok)
 	return tok, tok != ""
+}
+
+// clientAddr is the request's peer address, what credential checks are
+// counted by.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// tooMany answers a request a rate limit refused, saying when to retry.
+func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	secs := int((wait + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	s.writeProblem(w, r, gpurent.Errorf(gpurent.CodeTooManyRequests, "too many attempts; try again in %d s", secs))
 }
 
 // errNoBearer answers a request without credentials.

@@ -1,12 +1,13 @@
 package api
 
 import (
+	"time"
+
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/rental"
-	"time"
 )
 
 // This file is the one place domain values become wire values.
@@ -65,6 +66,15 @@ func instanceView(d *rental.Detail, withEvents bool) apiv1.Instance {
 	}
 	if d.Volume != nil && d.Volume.DeletedAt == nil {
 		v.Volume = &apiv1.Volume{ID: d.Volume.ID, SizeGiB: d.Volume.SizeGiB, MountPath: runtime.DataPath}
+	}
+	if in.StartupCommand != nil {
+		c := *in.StartupCommand
+		v.StartupCommand = &c
+	}
+	if st := in.Startup; st != nil {
+		v.Startup = &apiv1.StartupStatus{State: st.State, Summary: rental.StartupSummary(st),
+			Command: append([]string(nil), st.Command...), StartedAt: utcp(st.StartedAt), ExitedAt: utcp(st.ExitedAt),
+			ExitCode: st.ExitCode, Signal: st.Signal, Error: st.Error, ReportedAt: st.ReportedAt.UTC()}
 	}
 	if withEvents {
 		v.Events = make([]apiv1.Event, 0, len(d.Events))
@@ -165,4 +175,13 @@ func hostListView(hs []gpurent.Host) apiv1.HostList {
 		out.Hosts = append(out.Hosts, hostView(&hs[i]))
 	}
 	return out
+}
+
+// utcp is t in UTC, nil for nil.
+func utcp(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

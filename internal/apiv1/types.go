@@ -133,6 +133,10 @@ type CreateInstanceRequest struct {
 	// the list price); without it, only GPUs that are not. Hourly plan,
 	// gpu_count at least 1.
 	Degraded bool `json:"degraded,omitempty"`
+	// StartupCommand is what the instance's init starts, a shell line run
+	// with /bin/sh -c; "" runs none; left out (or null), the image's own
+	// entrypoint and command. At most 4096 bytes, no NUL.
+	StartupCommand *string `json:"startup_command,omitempty"`
 }
 
 // Instance is a rental.
@@ -157,6 +161,48 @@ type Instance struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	Events      []Event   `json:"events,omitempty"` // in GET /instances/{id} only
+	// StartupCommand is what the instance's init starts when the
+	// instance starts: null the image's own entrypoint and command, ""
+	// none, else a shell line.
+	StartupCommand *string `json:"startup_command"`
+	// Startup is how the startup command stands, as the instance's agent
+	// last reported it; left out before any report.
+	Startup *StartupStatus `json:"startup,omitempty"`
+}
+
+// StartupStatus is how an instance's startup command stands. The
+// instance keeps running whatever the command does.
+type StartupStatus struct {
+	// State is none, running, exited or failed (it could not be started).
+	State string `json:"state"`
+	// Summary says it in a line, e.g. "exited 1 at 2026-12-02 12:03:04
+	// UTC (the instance keeps running)".
+	Summary   string     `json:"summary"`
+	Command   []string   `json:"command,omitempty"` // as run (argv)
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	ExitedAt  *time.Time `json:"exited_at,omitempty"`
+	// ExitCode is its exit code, -1 when a signal ended it (Signal names it).
+	ExitCode   *int      `json:"exit_code,omitempty"`
+	Signal     string    `json:"signal,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	ReportedAt time.Time `json:"reported_at"`
+}
+
+// SetStartupRequest is the body of PUT /instances/{id}/startup: either
+// startup_command (a shell line, or "" for none) or image_default true.
+type SetStartupRequest struct {
+	StartupCommand *string `json:"startup_command,omitempty"`
+	ImageDefault   bool    `json:"image_default,omitempty"`
+}
+
+// SetStartupResult is the answer of PUT /instances/{id}/startup: the
+// instance, and when the change applies.
+type SetStartupResult struct {
+	Instance
+	// Applies is "next_start": a running instance keeps the command it
+	// started with until it is next started.
+	Applies string `json:"applies"`
+	Message string `json:"message"`
 }
 
 // Volume is an instance's data disk.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,8 +29,13 @@ type directory struct {
 	keys  *sshkeys.Service
 }
 
-func (d directory) AccountForKey(ctx context.Context, key ssh.PublicKey) (string, error) {
-	return d.keys.AccountForKey(ctx, key)
+func (d directory) AccountForKey(ctx context.Context, instanceID string, key ssh.PublicKey) (string, error) {
+	return d.keys.AccountForKey(ctx, instanceID, key)
+}
+
+// KeyUsed records a key's use once the gateway has seen its signature.
+func (d directory) KeyUsed(ctx context.Context, accountID string, key ssh.PublicKey) error {
+	return d.keys.KeyUsed(ctx, accountID, key)
 }
 
 func (d directory) Target(ctx context.Context, accountID, instanceID string) (sshgate.Target, error) {
@@ -130,26 +136,36 @@ type gateway struct {
 	done   chan error
 }
 
-// startGateway listens on cfg.SSHListen and serves the gateway; the answer
-// tells the API where it is.
-func startGateway(cfg ServerConfig, st gpurent.Store, keys *sshkeys.Service) (*gateway, *api.Access, error) {
+// startGateway listens on cfg.SSHListen and serves the gateway, and makes
+// the port proxy when there is a ports domain; the answer tells the API
+// where they are. listenURL is the control plane's listener.
+func startGateway(cfg ServerConfig, st gpurent.Store, keys *sshkeys.Service, listenURL string) (*gateway, *api.Access, error) {
+	pc, err := portsConfig(cfg, listenURL)
+	if err != nil {
+		return nil, nil, err
+	}
 	host, client, secret, err := gatewayKeys(cfg.KeyDir)
 	if err != nil {
 		return nil, nil, err
 	}
+	pc.Secret = secret
 	gw, err := sshgate.New(sshgate.Config{HostKey: host, ClientKey: client, Directory: directory{store: st, keys: keys},
 		Audit: auditSink(st, cfg.Logger), IdleTimeout: cfg.SSHIdleTimeout, Logger: cfg.Logger, Now: cfg.Now})
 	if err != nil {
 		return nil, nil, err
 	}
-	proxy, err := sshgate.NewPortProxy(gw, sshgate.ProxyConfig{Secret: secret, SecureCookies: cfg.SecureCookies})
-	if err != nil {
-		gw.Close()
-		return nil, nil, err
+	var proxy *sshgate.PortProxy
+	if pc.Domain != "" {
+		if proxy, err = sshgate.NewPortProxy(gw, pc); err != nil {
+			gw.Close()
+			return nil, nil, err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.SSHListen)
 	if err != nil {
-		proxy.Close()
+		if proxy != nil {
+			proxy.Close()
+		}
 		gw.Close()
 		return nil, nil, fmt.Errorf("ssh gateway: listen on %s: %w", cfg.SSHListen, err)
 	}
@@ -160,13 +176,47 @@ func startGateway(cfg ServerConfig, st gpurent.Store, keys *sshkeys.Service) (*g
 	if addr == "" {
 		addr = ln.Addr().String()
 	}
-	return g, &api.Access{SSHAddr: addr, HostKey: host.PublicKey(), GatewayKey: client.PublicKey(), Link: proxy.Link, Proxy: proxy}, nil
+	a := &api.Access{SSHAddr: addr, HostKey: host.PublicKey(), GatewayKey: client.PublicKey()}
+	if proxy != nil {
+		a.Link, a.Proxy, a.PortHost = proxy.Link, proxy, proxy.Owns
+	}
+	return g, a, nil
+}
+
+// portsConfig is the port proxy's domain and the origin of its links (no
+// secret yet): the links take the scheme and port of the console's public
+// URL (else of listenURL). The domain defaults to "localhost" for a
+// console on a loopback address, and must share no cookies with the
+// console's host name.
+func portsConfig(cfg ServerConfig, listenURL string) (sshgate.ProxyConfig, error) {
+	console := listenURL
+	if cfg.PublicURL != "" {
+		console = cfg.PublicURL
+	}
+	u, err := url.Parse(console)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return sshgate.ProxyConfig{}, fmt.Errorf("the public URL %q: want http(s)://host[:port]", console)
+	}
+	pc := sshgate.ProxyConfig{SecureCookies: cfg.SecureCookies, Domain: strings.ToLower(cfg.PortsDomain),
+		LinkScheme: u.Scheme, LinkPort: u.Port()}
+	if pc.Domain == "" {
+		if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+			return pc, nil // no port links
+		}
+		pc.Domain = "localhost"
+	}
+	if err := sshgate.CheckPortsDomain(pc.Domain, u.Host); err != nil {
+		return pc, fmt.Errorf("--ports-domain: %w", err)
+	}
+	return pc, nil
 }
 
 // close stops the gateway, ending its connections.
 func (g *gateway) close() {
 	g.cancel()
 	<-g.done
-	g.proxy.Close()
+	if g.proxy != nil {
+		g.proxy.Close()
+	}
 	g.gw.Close()
 }

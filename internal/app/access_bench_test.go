@@ -7,12 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,19 +36,12 @@ func BenchmarkAccess(b *testing.B) {
 	in := alice.instance("rent", "--gpu", "rtx4090-24g", "--image", f.image, "--wait")
 	defer dockertest.Cleanup(b, in.ID)
 	alice.must("ssh", in.ID, "--print") // pins the gateway's host key
-	host, portText, err := net.SplitHostPort(f.s.SSHAddr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	port, _ := strconv.Atoi(portText)
-	acc := apiv1.InstanceAccess{Host: host, Port: port}
-	target := in.ID + "@" + host
+	acc := gatewayAccess(b, f)
+	target := in.ID + "@" + acc.Host
 	ssh := func(args ...string) []string { return append(append(alice.sshArgs(b, acc, "-p"), target), args...) }
-	// The link keeps its path prefix (/p/ID/PORT/), as Jupyter's base_url
-	// expects: the file is there too.
+	// The link's host serves the application at /.
 	if out, errOut, code := command(b, "", "ssh", ssh(fmt.Sprintf("dd if=/dev/zero of=/root/data/blob bs=1M count=%d 2>/dev/null && "+
-		"mkdir -p /root/data/p/%s/8080 && ln /root/data/blob /root/data/p/%s/8080/blob && "+
-		"httpd -p 127.0.0.1:8080 -h /root/data && echo ok", blobMiB, in.ID, in.ID))...); code != 0 {
+		"httpd -p 127.0.0.1:8080 -h /root/data && echo ok", blobMiB))...); code != 0 {
 		b.Fatalf("start httpd inside: %d %s %s", code, out, errOut)
 	}
 	// The baseline: the same httpd and file on the host's loopback.
@@ -78,8 +70,7 @@ func BenchmarkAccess(b *testing.B) {
 	if err := json.Unmarshal([]byte(alice.must("open", in.ID, "8080", "-o", "json")), &link); err != nil {
 		b.Fatal(err)
 	}
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, Timeout: time.Minute}
+	browser := localhostBrowser(b, time.Minute)
 	get := func(c *http.Client, url string) {
 		resp, err := c.Get(url)
 		if err != nil {
@@ -96,7 +87,7 @@ func BenchmarkAccess(b *testing.B) {
 	} else {
 		resp.Body.Close()
 	}
-	proxyBlob := f.s.URL + fmt.Sprintf("/p/%s/8080/blob", in.ID)
+	proxyBlob := strings.TrimSuffix(link.URL[:strings.Index(link.URL, "?")], "/") + "/blob"
 	eventually(b, "ssh -L listening", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", fp))
 		if err == nil {

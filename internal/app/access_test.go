@@ -187,19 +187,23 @@ func TestReachInstance(t *testing.T) {
 	if err := json.Unmarshal([]byte(alice.must("open", in.ID, "8080", "-o", "json")), &link); err != nil {
 		t.Fatal(err)
 	}
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	// The link is on the port's own host name, the app at its /.
+	_, consolePort, _ := net.SplitHostPort(strings.TrimPrefix(f.s.URL, "http://"))
+	origin := fmt.Sprintf("http://%s-8080.localhost:%s", in.ID, consolePort)
+	if !strings.HasPrefix(link.URL, origin+"/?") {
+		t.Fatalf("link %q, want it on %s", link.URL, origin)
+	}
+	browser := localhostBrowser(t, 30*time.Second)
 	resp, err := browser.Get(link.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	prefix := fmt.Sprintf("/p/%s/8080/", in.ID)
-	if resp.StatusCode != 200 || !strings.Contains(string(b), "wsecho at "+prefix) {
+	if resp.StatusCode != 200 || string(b) != "wsecho at /\n" {
 		t.Fatalf("link GET: %d %q", resp.StatusCode, b)
 	}
-	wsURL := strings.Replace(f.s.URL, "http://", "ws://", 1) + prefix + "ws"
+	wsURL := strings.Replace(origin, "http://", "ws://", 1) + "/ws"
 	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(wctx, wsURL, &websocket.DialOptions{HTTPClient: browser})
@@ -213,9 +217,12 @@ func TestReachInstance(t *testing.T) {
 		t.Fatalf("websocket echo: %q %v", msg, err)
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
-	// Without the cookie, or with another account's link: refused.
-	if resp, err := http.Get(f.s.URL + prefix); err != nil || resp.StatusCode < 400 {
-		t.Fatalf("the link path without a token: %v %v", resp, err)
+	// Without the cookie: refused. The console's host serves no ports.
+	if resp, err := localhostBrowser(t, 30*time.Second).Get(origin + "/"); err != nil || resp.StatusCode < 400 {
+		t.Fatalf("the port host without a token: %v %v", resp, err)
+	}
+	if resp, err := browser.Get(f.s.URL + fmt.Sprintf("/p/%s/8080/", in.ID)); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/p/ on the console's host: %v %v", resp, err)
 	}
 
 	// gpurent port-forward runs ssh -N -L with the pinned host key (a
@@ -283,6 +290,23 @@ func (u *sshUser) sshArgsWithKnown(t testing.TB, acc apiv1.InstanceAccess, pinne
 		}
 	}
 	return args
+}
+
+// localhostBrowser is an HTTP client with a cookie jar that reaches
+// *.localhost names on loopback, as browsers and curl resolve them (Go's
+// resolver does not).
+func localhostBrowser(t testing.TB, timeout time.Duration) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, ".localhost") {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Jar: jar, Timeout: timeout, Transport: tr}
 }
 
 func freePort(t testing.TB) int {

@@ -30,7 +30,7 @@ import (
 // The same server receives instances moving here from other hosts (the
 // returned Transfers, nil when there is no server): their source agents
 // log in with the move's token and push over it.
-func startAccess(ctx context.Context, stateDir, listen, advertise string, rt agentruntime.Runtime, log *slog.Logger) (*agent.AccessEndpoint, agent.Transfers, error) {
+func startAccess(ctx context.Context, stateDir, listen, advertise string, rt agentruntime.Runtime, initBin string, log *slog.Logger) (*agent.AccessEndpoint, agent.Transfers, error) {
 	ra, ok := rt.(agentruntime.Access)
 	if !ok || listen == "" {
 		if listen != "" {
@@ -46,9 +46,26 @@ func startAccess(ctx context.Context, stateDir, listen, advertise string, rt age
 		return nil, nil, fmt.Errorf("access server host key: %w", err)
 	}
 	recv := transfer.NewReceiver(log)
-	srv, err := access.New(access.Config{HostKey: key, Runtime: ra, Logger: log, Transfers: recv})
+	cfg := access.Config{HostKey: key, Runtime: ra, Logger: log, Transfers: recv}
+	switch p := os.Getenv(EnvSFTPHelper); {
+	case p != "":
+		cfg.SFTPHelper = []string{p, access.SFTPHelperCommand}
+	case initBin != "":
+		// The static gpurent the instances' init is serves sftp too.
+		cfg.SFTPHelper = []string{initBin, access.SFTPHelperCommand}
+	}
+	srv, err := access.New(cfg)
 	if err != nil {
 		return nil, nil, err
+	}
+	if listen == AccessListenAdvertised {
+		if listen, advertise, err = accessListenAddr(advertise); err != nil {
+			return nil, nil, err
+		}
+		if host, _, _ := net.SplitHostPort(listen); net.ParseIP(host).IsLoopback() {
+			log.Warn("the access server listens on loopback only: a gateway on another machine cannot reach it; "+
+				"set --access-advertise to the address it dials (or --access-listen)", "listen", listen, "advertise", advertise)
+		}
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -88,6 +105,84 @@ func startAccess(ctx context.Context, stateDir, listen, advertise string, rt age
 	}, moves{recv: recv, log: log}, nil
 }
 
+// AccessListenAdvertised, the default of --access-listen, listens only on
+// the address the gateway dials (see accessListenAddr), never on every
+// interface: a container on a bridge cannot then reach the access server
+// at the host's other addresses.
+const AccessListenAdvertised = "advertised"
+
+// DefaultAccessPort is the access server's port when --access-advertise
+// does not name one.
+const DefaultAccessPort = "2223"
+
+// accessListenAddr is where the access server listens by default, and the
+// address to advertise: --access-advertise's host (an IP, or a name
+// resolved to an address of this machine) and port; without it, the
+// address of this machine's name (the first that is not loopback, else
+// loopback), port 2223, advertised by name as before.
+func accessListenAddr(advertise string) (listen, advertised string, err error) {
+	host, port := "", DefaultAccessPort
+	if advertise != "" {
+		if host, port, err = net.SplitHostPort(advertise); err != nil {
+			return "", "", fmt.Errorf("--access-advertise %q: want host:port: %w", advertise, err)
+		}
+	} else {
+		if host, err = os.Hostname(); err != nil {
+			return "", "", fmt.Errorf("access server: name this host for the gateway with --access-advertise: %w", err)
+		}
+		advertise = net.JoinHostPort(host, port)
+	}
+	ip, err := localAddrOf(host)
+	if err != nil {
+		return "", "", fmt.Errorf("access server: %w; set --access-listen to the address the gateway reaches", err)
+	}
+	return net.JoinHostPort(ip.String(), port), advertise, nil
+}
+
+// localAddrOf resolves host to an address of one of this machine's
+// interfaces, preferring one that is not loopback.
+func localAddrOf(host string) (net.IP, error) {
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = []net.IP{ip}
+	} else {
+		found, err := net.LookupIP(host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		ips = found
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	local := func(ip net.IP) bool {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return true
+			}
+		}
+		return false
+	}
+	var loopback net.IP
+	for _, ip := range ips {
+		switch {
+		case ip.IsUnspecified():
+			return nil, fmt.Errorf("%s is every address, not one", host)
+		case ip.IsLoopback():
+			if loopback == nil {
+				loopback = ip
+			}
+		case local(ip):
+			return ip, nil
+		}
+	}
+	if loopback != nil {
+		return loopback, nil
+	}
+	return nil, fmt.Errorf("%s is no address of this machine", host)
+}
+
 // moves is an agent's side of instance moves: the receiver its access
 // server serves, and pushes through internal/transfer.
 type moves struct {
@@ -108,8 +203,19 @@ func (m moves) Push(ctx context.Context, mv agentproto.Move, trees agentruntime.
 	return st.WireBytes, err
 }
 
-// sftpHelperCommand is the hidden `gpurent agent-sftp`: the process the
-// access server starts to serve sftp inside an instance's file system.
+// NotReady reports whether a push failed because the target refused its
+// login: the target has not prepared for the operation yet.
+func (moves) NotReady(err error) bool { return transfer.LoginRefused(err) }
+
+// EnvSFTPHelper names a static gpurent executable (a CGO_ENABLED=0 build)
+// for the access server to copy into instances as their sftp helper, when
+// the agent's own binary is not static. Default: the instances' init
+// binary (--init-binary, GPURENT_INIT), else the agent's binary.
+const EnvSFTPHelper = "GPURENT_SFTP_HELPER"
+
+// sftpHelperCommand is the hidden `gpurent agent-sftp`: the sftp server the
+// access server copies into an instance and starts there through the
+// runtime's exec, inside the instance's isolation.
 func sftpHelperCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:                access.SFTPHelperCommand,

@@ -80,7 +80,7 @@ func BenchmarkRentToRunning(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	as, err := StartAgents(ctx, AgentsConfig{ServerURL: s.URL, JoinToken: "join-bench", DataDir: filepath.Join(dir, "agents"),
+	as, err := StartAgents(ctx, AgentsConfig{InitBinary: dockertest.InitBinary(b), ServerURL: s.URL, Join: s, DataDir: filepath.Join(dir, "agents"),
 		Hosts:   []DemoHost{{Name: "bench-" + strings.ToLower(dockertest.NewInstanceID()[2:8]), Zone: "cd-tianfu-a", TypeID: "h100-80g-sxm", GPUs: 8, GroupSize: 8}},
 		Catalog: c, Runtime: RuntimeDocker})
 	if err != nil {

@@ -84,6 +84,11 @@ func seedDemoAccounts(ctx context.Context, s *Server) error {
 		if err != nil {
 			return err
 		}
+		// The demo's logins are the operator's own: their addresses count
+		// as verified.
+		if err := s.Auth.MarkEmailVerified(ctx, acc); err != nil {
+			return err
+		}
 		accs[a.role] = acc
 	}
 	_, _, err := s.Wallet.Credit(ctx, accs[gpurent.RoleOperator], accs[gpurent.RoleCustomer].ID,
@@ -104,12 +109,14 @@ const (
 // AgentsConfig configures in-process agents with fake GPUs.
 type AgentsConfig struct {
 	ServerURL string
-	JoinToken string
-	DataDir   string // each agent keeps <DataDir>/<host name>
-	Hosts     []DemoHost
-	Catalog   catalog.Catalog
-	Runtime   RuntimeChoice
-	Logger    *slog.Logger
+	// Join mints each agent's one-time join token in-process when it
+	// registers (a *Server does): no token is printed or shared.
+	Join    JoinMinter
+	DataDir string // each agent keeps <DataDir>/<host name>
+	Hosts   []DemoHost
+	Catalog catalog.Catalog
+	Runtime RuntimeChoice
+	Logger  *slog.Logger
 	// HeartbeatInterval, RetryMax and HealthInterval (GPU telemetry
 	// polls) (0: the agent's defaults).
 	HeartbeatInterval time.Duration
@@ -121,15 +128,25 @@ type AgentsConfig struct {
 	// BenchPace is the pause before each synthetic benchmark record, so
 	// that a demo job takes a while as a real one does (0: none).
 	BenchPace time.Duration
+	// InitBinary is the static gpurent executable Docker instances run as
+	// their init and sftp helper ("": GPURENT_INIT, else this executable
+	// when static, else one built into InitBuildDir from the source).
+	InitBinary string
+	// InitBuildDir is where a static gpurent is built when needed
+	// (default <DataDir>/bin).
+	InitBuildDir string
 }
 
 // Agents are running in-process agents.
 type Agents struct {
 	// Runtime is the runtime they use: "docker" or "process".
 	Runtime string
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	fakes   []*fake.Provider
+	// InitBinary is the static gpurent their Docker instances run as PID 1
+	// ("" with the process runtime).
+	InitBinary string
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	fakes      []*fake.Provider
 }
 
 // Inject puts a fault into the fake GPU with the fault's UUID (the demo's
@@ -212,6 +229,22 @@ func (a *Agents) Stop() {
 	a.wg.Wait()
 }
 
+// JoinMinter makes one-time join tokens for in-process agents.
+type JoinMinter interface {
+	MintJoinToken(ctx context.Context, zone, name string) (string, error)
+}
+
+// joinFunc gives host h's agent a join token minted for it when it
+// registers.
+func joinFunc(m JoinMinter, h DemoHost) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		if m == nil {
+			return "", gpurent.Errorf(gpurent.CodeInvalid, "in-process agents need AgentsConfig.Join to mint their join tokens")
+		}
+		return m.MintJoinToken(ctx, h.Zone, h.Name)
+	}
+}
+
 // StartAgents runs one agent per host, each with its own fake GPUs, state
 // directory and runtime, talking to the control plane over HTTP like a
 // remote agent would.
@@ -229,13 +262,26 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 	useDocker := cfg.Runtime == RuntimeDocker
 	if cfg.Runtime == RuntimeAuto || cfg.Runtime == "" {
 		probe, cancelProbe := context.WithTimeout(ctx, 3*time.Second)
-		_, err := docker.New(probe, docker.Config{Logger: log})
+		err := docker.Reachable(probe, "")
 		cancelProbe()
 		useDocker = err == nil
 		if err != nil {
 			log.Warn("Docker Engine not reachable; demo instances use the process runtime (no isolation)", "err", err)
 		}
 	}
+	var initBin string
+	if useDocker {
+		var err error
+		dir := cfg.InitBuildDir
+		if dir == "" {
+			dir = filepath.Join(cfg.DataDir, "bin")
+		}
+		if initBin, err = initBinary(ctx, cfg.InitBinary, dir, log); err != nil {
+			cancel()
+			return nil, fmt.Errorf("docker runtime: %w", err)
+		}
+	}
+	as.InitBinary = initBin
 	for _, h := range cfg.Hosts {
 		t, ok := types[h.TypeID]
 		if !ok {
@@ -244,8 +290,9 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 		}
 		dir := filepath.Join(cfg.DataDir, h.Name)
 		var rt agentruntime.Runtime
+		regs := &agentruntime.Registries{}
 		if useDocker {
-			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name, SeparateNames: true, CarryLayer: carryLayer})
+			d, err := docker.New(ctx, docker.Config{Logger: log, Scope: h.Name, SeparateNames: true, CarryLayer: carryLayer, InitBinary: initBin, Registries: regs})
 			if err != nil {
 				cancel()
 				return nil, fmt.Errorf("docker runtime: %w", err)
@@ -264,7 +311,7 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 		var moves agent.Transfers
 		if useDocker && !cfg.NoAccess {
 			var err error
-			if ep, moves, err = startAccess(ctx, dir, "127.0.0.1:0", "", rt, log.With("host", h.Name)); err != nil {
+			if ep, moves, err = startAccess(ctx, dir, "127.0.0.1:0", "", rt, initBin, log.With("host", h.Name)); err != nil {
 				cancel()
 				return nil, err
 			}
@@ -275,8 +322,8 @@ func StartAgents(ctx context.Context, cfg AgentsConfig) (*Agents, error) {
 		a, err := agent.New(agent.Config{
 			Access:    ep,
 			Transfers: moves,
-			ServerURL: cfg.ServerURL, JoinToken: cfg.JoinToken, Name: h.Name, Zone: h.Zone,
-			StateDir: dir, Runtime: rt,
+			ServerURL: cfg.ServerURL, JoinTokenFunc: joinFunc(cfg.Join, h), Name: h.Name, Zone: h.Zone,
+			StateDir: dir, Runtime: rt, Registries: regs,
 			GPUs:              fp,
 			CPUMilli:          t.CPUMilliPerGPU*int64(h.GPUs) + 16000,
 			MemoryMiB:         t.MemoryMiBPerGPU*int64(h.GPUs) + 64*1024,

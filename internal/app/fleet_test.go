@@ -42,7 +42,7 @@ func startDockerFleet(t testing.TB, name, typeID string, gpus int) *dockerFleet 
 		t.Fatal(err)
 	}
 	scope := name + "-" + strings.ToLower(dockertest.NewInstanceID()[2:8])
-	as, err := StartAgents(ctx, AgentsConfig{ServerURL: s.URL, JoinToken: join, DataDir: filepath.Join(dir, "agents"),
+	as, err := StartAgents(ctx, AgentsConfig{InitBinary: dockertest.InitBinary(t), ServerURL: s.URL, Join: s, DataDir: filepath.Join(dir, "agents"),
 		Hosts:   []DemoHost{{Name: scope, Zone: "cd-tianfu-a", TypeID: typeID, GPUs: gpus, GroupSize: min(gpus, 4)}},
 		Catalog: c, Runtime: RuntimeDocker, HeartbeatInterval: 300 * time.Millisecond, RetryMax: time.Second})
 	if err != nil {

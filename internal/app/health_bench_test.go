@@ -46,7 +46,7 @@ func BenchmarkFailover(b *testing.B) {
 				credits = append(credits, e.At.Sub(*d.Incident.EndedAt).Seconds())
 			}
 		}
-		f.alice.must("rm", in.ID, "--wait")
+		f.alice.must("rm", in.ID, "--wait", "--yes")
 		f.repairAll(used)
 		b.StartTimer()
 	}

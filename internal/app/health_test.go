@@ -10,8 +10,8 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/incident"
+	"github.com/gpurent/gpurent/internal/pricing"
 )
 
 // injectors tries each host's agents in turn (incident.Injector).
@@ -146,7 +146,7 @@ func TestGPUFaultClasses(t *testing.T) {
 		f.sub(t, c.name, func(t *testing.T) {
 			in := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
 			defer dockertest.Cleanup(t, in.ID)
-			defer f.alice.run("", "rm", in.ID, "--wait")
+			defer f.alice.run("", "rm", in.ID, "--wait", "--yes")
 			gpuID := in.GPUs[0]
 			if used[gpuID] {
 				t.Fatalf("placed on GPU %s, which a fault was injected on before", gpuID)
@@ -390,9 +390,9 @@ func TestHostLossAndReturn(t *testing.T) {
 
 // billingQuote asks the price of a run's GPUs from start to end, whole
 // seconds.
-func billingQuote(typeID string, count int, start, end time.Time) billing.QuoteRequest {
+func billingQuote(typeID string, count int, start, end time.Time) pricing.QuoteRequest {
 	from := start.Truncate(time.Second)
-	return billing.QuoteRequest{TypeID: typeID, Count: count, Start: from, Duration: max(end.Truncate(time.Second).Sub(from), time.Second)}
+	return pricing.QuoteRequest{TypeID: typeID, Count: count, Start: from, Duration: max(end.Truncate(time.Second).Sub(from), time.Second)}
 }
 
 // TestDrainHost: an operator drains a host for maintenance; its running

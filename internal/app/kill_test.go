@@ -112,7 +112,7 @@ func TestKillDashNine(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--db", dsn, "--listen", addr, "--join-token", "join-race", "--data-dir", dir, "--ssh-listen", "127.0.0.1:0")
+		cmd := exec.Command(bin, "serve", "--db", dsn, "--listen", addr, "--data-dir", dir, "--ssh-listen", "127.0.0.1:0")
 		cmd.Env = append(os.Environ(), "GPURENT_DATA_DIR="+dir)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -5,19 +5,18 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gpurent/gpurent/internal/access"
+	"github.com/gpurent/gpurent/internal/access/accesstest"
 )
 
-// TestMain lets the test binary play `gpurent agent-sftp`, the helper the
-// in-process agents' access servers start (they re-execute their own
-// binary, which here is this test).
+// TestMain gives the in-process agents' access servers a static sftp
+// helper to copy into their instances (this test binary, built with cgo
+// for -race, would not start inside an image).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == access.SFTPHelperCommand {
-		if err := access.ServeSFTPChild(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	helper, err := accesstest.BuildSFTPHelper()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	os.Setenv(EnvSFTPHelper, helper)
 	os.Exit(m.Run())
 }

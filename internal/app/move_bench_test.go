@@ -87,7 +87,7 @@ func BenchmarkMoveDowntime(b *testing.B) {
 					}
 				}
 				downtimes = append(downtimes, gap*1000)
-				f.alice.must("rm", in.ID, "--wait")
+				f.alice.must("rm", in.ID, "--wait", "--yes")
 				b.StartTimer()
 			}
 			b.ReportMetric(mean(downtimes), "downtime_ms")

@@ -220,7 +220,7 @@ func (f *moveFleet) checkRuns(id string) {
 func (f *moveFleet) waitStep(id string, steps ...string) apiv1.Operation {
 	f.t.Helper()
 	var op apiv1.Operation
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute) // a bound on a hung test, not a measure
 	for {
 		if ops := f.operations(id); len(ops) > 0 {
 			op = ops[0]
@@ -255,7 +255,13 @@ func (f *moveFleet) sub(t *testing.T, name string, fn func(t *testing.T)) {
 // instance ends running on exactly one allocation, with its files, no run
 // billed twice and no GPU left held.
 func TestMoveFaults(t *testing.T) {
-	f := startMoveFleet(t, "faults", 3*time.Second)
+	// The stall limit is what tells a dead target from a slow one. It no
+	// longer runs while the target reports that it is still preparing (the
+	// source waits for it without backoff), and the source reports its
+	// bytes about every second during a pass, so 12 s without progress is
+	// far more than a live host on a loaded 2-core machine takes, and short
+	// enough for the rollback below to come soon.
+	f := startMoveFleet(t, "faults", 12*time.Second)
 	in := f.alice.instance("rent", "--gpu", moveH100, "--count", "1", "--image", f.image, "--wait")
 	defer dockertest.Cleanup(t, in.ID)
 	f.sshRun(in.ID, setupScript)
@@ -388,7 +394,7 @@ func TestStartElsewhereAndQueued(t *testing.T) {
 	if got := f.alice.instance("show", in.ID); got.State != "stopped" {
 		t.Fatalf("started while its host is full: %s", got.State)
 	}
-	f.alice.must("rm", other.ID, "--wait")
+	f.alice.must("rm", other.ID, "--wait", "--yes")
 	f.waitStep(in.ID, "done")
 	eventually(t, "the queued instance running", func() bool {
 		return f.alice.instance("show", in.ID).State == "running"

@@ -15,8 +15,8 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/pricing"
 )
 
 // moveFleet is a control plane with two hosts on this machine, each its own
@@ -61,7 +61,7 @@ func startFleetOf(t testing.TB, name string, o fleetOptions) *moveFleet {
 	if o.gpus == 0 {
 		o.gpus = 4
 	}
-	f := &moveFleet{t: t, root: t, image: dockertest.BusyboxImage(t), dir: t.TempDir(), agents: map[string]*Agents{}}
+	f := &moveFleet{t: t, root: t, image: dockertest.BusyboxBootImage(t), dir: t.TempDir(), agents: map[string]*Agents{}}
 	f.cfg = ServerConfig{DSN: filepath.Join(f.dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-" + name,
 		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 200 * time.Millisecond, OperationsInterval: 200 * time.Millisecond,
 		MoveStallTimeout: stall, HostDownAfter: o.hostDown, Logger: testLogger(), SSHListen: "127.0.0.1:0", KeyDir: filepath.Join(f.dir, "keys")}
@@ -106,7 +106,7 @@ func startFleetOf(t testing.TB, name string, o fleetOptions) *moveFleet {
 // startAgent (re)starts the agent of host role ("a" or "b").
 func (f *moveFleet) startAgent(role string) {
 	f.t.Helper()
-	as, err := StartAgents(context.Background(), AgentsConfig{ServerURL: f.s.URL, JoinToken: f.cfg.JoinToken,
+	as, err := StartAgents(context.Background(), AgentsConfig{InitBinary: dockertest.InitBinary(f.t), ServerURL: f.s.URL, Join: f.s,
 		DataDir: filepath.Join(f.dir, "agents"), Hosts: []DemoHost{f.hosts[role]}, Catalog: f.cat, Runtime: RuntimeDocker,
 		HeartbeatInterval: 300 * time.Millisecond, RetryMax: time.Second, HealthInterval: 200 * time.Millisecond,
 		Logger: testLogger()})
@@ -300,7 +300,7 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 		}
 		start := r.StartedAt.Truncate(time.Second)
 		dur := max(r.EndedAt.Truncate(time.Second).Sub(start), time.Minute)
-		q, err := f.s.Billing.Quote(ctx, nil, billing.QuoteRequest{TypeID: r.TypeID, Count: r.GPUCount, Start: start, Duration: dur})
+		q, err := f.s.Billing.Quote(ctx, nil, pricing.QuoteRequest{TypeID: r.TypeID, Count: r.GPUCount, Start: start, Duration: dur})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,15 +18,19 @@ import (
 )
 
 // registerHosts registers hosts of 8 fake GPUs straight through the fleet
-// service, as their agents would, and returns their agent tokens; no agent
-// runs, so nothing starts. The server's join token must be "join-race".
+// service, as their agents would (each with a join token minted for it), and
+// returns their agent tokens; no agent runs, so nothing starts.
 func registerHosts(t testing.TB, s *Server, prefix, typ string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	var tokens []string
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%04d", prefix, i)
-		req := agentproto.RegisterRequest{JoinToken: "join-race", Name: name, Zone: []string{"cd-tianfu-a", "cd-gaoxin-b"}[i%2],
+		join, err := s.MintJoinToken(ctx, []string{"cd-tianfu-a", "cd-gaoxin-b"}[i%2], name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := agentproto.RegisterRequest{JoinToken: join, Name: name, Zone: []string{"cd-tianfu-a", "cd-gaoxin-b"}[i%2],
 			CPUMilli: 256_000, MemoryMiB: 4 << 20, DiskGiB: 7680, Runtime: "docker", AgentVersion: "test"}
 		for _, d := range fake.Devices(fake.Config{Host: name, TypeID: typ, Count: 8, MemoryMiB: 81920, GroupSize: 8}) {
 			req.GPUs = append(req.GPUs, agentproto.GPUInfo{UUID: d.UUID, Index: d.Index, Type: d.TypeID, Name: d.Name,

@@ -1,13 +1,13 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,16 +15,22 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/academic"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/agentreport"
 	"github.com/gpurent/gpurent/internal/api"
 	"github.com/gpurent/gpurent/internal/auth"
-	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/certification"
 	"github.com/gpurent/gpurent/internal/console"
 	"github.com/gpurent/gpurent/internal/fleet"
+	"github.com/gpurent/gpurent/internal/graph"
+	"github.com/gpurent/gpurent/internal/imagecatalog"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/mail"
 	"github.com/gpurent/gpurent/internal/metering"
+	"github.com/gpurent/gpurent/internal/move"
+	"github.com/gpurent/gpurent/internal/outbound"
+	"github.com/gpurent/gpurent/internal/pricing"
+	"github.com/gpurent/gpurent/internal/ratelimit"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/sshkeys"
 	"github.com/gpurent/gpurent/internal/wallet"
@@ -38,7 +44,12 @@ type ServerConfig struct {
 	// not close it.
 	Store gpurent.Store
 	// Listen is the TCP address, "127.0.0.1:0" for any free port.
-	Listen    string
+	Listen string
+	// JoinToken is ignored: there is no shared join token any more. Each
+	// host joins with its own one-time token (Server.MintJoinToken for
+	// in-process agents; `gpurent hosts join-token create` for others).
+	//
+	// Deprecated: kept so that configurations that set it still build.
 	JoinToken string
 	Logger    *slog.Logger
 	Now       func() time.Time
@@ -48,6 +59,15 @@ type ServerConfig struct {
 	PollWait time.Duration
 	// HostTimeout: a host silent longer gets no new placements (0: 30 s).
 	HostTimeout time.Duration
+	// ImageRegistries is the operator's allow-list of image registries
+	// checked at rent (serve --image-registries; nil: Docker Hub only, "*"
+	// any; the host's own addresses never).
+	ImageRegistries []string
+	// Registry is the operator's own registry (serve --registry, with the
+	// pull credential of --registry-credentials): agents pull from it with
+	// that credential, and with ImageRegistries empty it is the only
+	// registry customers may rent from.
+	Registry RegistryConfig
 	// BillingInterval is how often runs are billed and silent hosts' runs
 	// closed (0: 10 s; at most 60 s).
 	BillingInterval time.Duration
@@ -68,6 +88,17 @@ type ServerConfig struct {
 	// SecureCookies marks the port proxy's and the console's cookies
 	// Secure (behind TLS).
 	SecureCookies bool
+	// PortsDomain is where instance ports are served, with the gateway:
+	// port P of instance I at I-P.PortsDomain, on this listener (the
+	// request's Host header decides), with the scheme and port of
+	// PublicURL. The operator points a wildcard DNS name (and
+	// certificate) at it. It must share no cookies with the console's host
+	// name: a domain of its own (console on cloud.example.com, ports on
+	// *.ports.example-usercontent.com), never the console's name, a parent
+	// or a child of it. "" with a console on a loopback address:
+	// "localhost" (*.localhost names resolve to loopback in browsers);
+	// otherwise "": no port links.
+	PortsDomain string
 	// PublicURL is the control plane's address as customers and agents
 	// reach it, shown by the console and put in the links it mails
 	// (default: the listener's URL).
@@ -84,6 +115,22 @@ type ServerConfig struct {
 	// HostDownAfter is how long an agent may be silent before its
 	// instances get host-down incidents (0: 60 s).
 	HostDownAfter time.Duration
+	// Webhooks is the policy for customers' webhook URLs, checked when
+	// they are set and at every dial of a delivery: https only (AllowHTTP:
+	// serve --demo --webhook-allow-http), never an internal address.
+	Webhooks outbound.Policy
+	// MetricsListen, when set, serves /metrics without authentication on
+	// a listener of its own, for a scraper on a network only the
+	// operator reaches (default off: /metrics on the main listener needs
+	// an operator's bearer token).
+	MetricsListen string
+	// HTTPTimeouts are the HTTP server's timeouts (zero fields: the
+	// defaults of api.Timeouts); long polls, live streams and the port
+	// proxy lift theirs.
+	HTTPTimeouts api.Timeouts
+	// RateLimits tunes the limiter of credential checks that the API and
+	// the console share (zero: its defaults; Now defaults to this Now).
+	RateLimits ratelimit.Config
 	// Certification tunes compute transparency: the benchmark options
 	// handed to agents, whether synthetic results (fake GPUs) certify, and
 	// how often the schedule looks for idle GPUs (0: 30 s).
@@ -109,11 +156,13 @@ type CertificationConfig struct {
 
 // Server is a running control plane.
 type Server struct {
-	Store    gpurent.Store
-	Auth     *auth.Service
-	Rental   *rental.Service
+	Store  gpurent.Store
+	Auth   *auth.Service
+	Rental *rental.Service
+	// Moves upgrades, migrates and fails instances over.
+	Moves    *move.Service
 	Fleet    *fleet.Service
-	Billing  *billing.Service
+	Billing  *pricing.Service
 	Academic *academic.Service
 	Wallet   *wallet.Service
 	Metering *metering.Service
@@ -123,19 +172,32 @@ type Server struct {
 	// Certification benchmarks GPUs, certifies them and publishes the
 	// transparency report.
 	Certification *certification.Service
+	// Images keeps the operator's base image catalog.
+	Images *imagecatalog.Service
 	// Console is the web console, served at every path the API does not
 	// claim.
 	Console *console.Server
+	// API is the HTTP API (its Routes list what it serves).
+	API *api.Server
 	// URL is the base URL it serves on, e.g. http://127.0.0.1:8080.
 	URL string
 	// SSHAddr is where customers reach the SSH gateway ("" when off).
 	SSHAddr string
+	// PortsPattern is where instance ports are served, for people, e.g.
+	// http://<instance>-<port>.localhost:8080 ("" when off).
+	PortsPattern string
+	// MetricsURL is the metrics listener's /metrics ("" when off).
+	MetricsURL string
 
 	gateway *gateway
+	reports *agentreport.Service
 
 	ownStore    bool
 	http        *http.Server
 	done        chan error
+	api         atomic.Pointer[api.Server] // for the fleet's changes
+	metricsLn   net.Listener
+	metricsHTTP *http.Server
 	stopWatch   context.CancelFunc
 	watchExited chan struct{}
 }
@@ -154,6 +216,10 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.BillingInterval <= 0 || cfg.BillingInterval > time.Minute {
 		cfg.BillingInterval = 10 * time.Second
+	}
+	images, opRegistry, imgErr := imagePolicy(cfg.ImageRegistries, cfg.Registry)
+	if imgErr != nil {
+		return nil, imgErr
 	}
 	var mailer console.Mailer
 	if cfg.MailURL != "" {
@@ -175,87 +241,96 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
-	s.Auth = auth.New(auth.Config{Store: s.Store, Now: cfg.Now, BcryptCost: cfg.BcryptCost})
-	s.Wallet = wallet.New(wallet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		Providers: cfg.PaymentProviders, Notify: webhookPoster(cfg.Logger)})
-	s.Rental = rental.New(rental.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Funds: s.Wallet, Notify: s.Wallet.Notice,
+	g, err := graph.New(graph.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, BcryptCost: cfg.BcryptCost,
+		PollWait: cfg.PollWait, HostTimeout: cfg.HostTimeout, Images: images, Registry: opRegistry, MaxImageBytes: cfg.Registry.MaxImageGiB << 30, PaymentProviders: cfg.PaymentProviders,
+		Webhook: webhookPoster(cfg.Logger, outbound.New(cfg.Webhooks)), CheckWebhook: cfg.Webhooks.CheckURL,
 		MoveStallTimeout: cfg.MoveStallTimeout, MoveStartTimeout: cfg.MoveStartTimeout,
-		BenchOptions: cfg.Certification.Options})
-	s.Fleet = fleet.New(fleet.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger,
-		JoinToken: cfg.JoinToken, OnChange: s.Rental.Invalidate, HostTimeout: cfg.HostTimeout})
-	s.Billing = billing.New(billing.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
-	s.Academic = academic.New(academic.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger})
-	s.Metering = metering.New(metering.Config{Store: s.Store, Now: cfg.Now, Logger: cfg.Logger, HostTimeout: cfg.HostTimeout,
-		Book: s.Billing, MustStop: s.Wallet.MustStop, ReviewArrears: s.Wallet.ReviewArrears, CheckFunds: s.Wallet.CheckFunds,
-		OnRelease: func(ctx context.Context, id string) {
-			if err := s.Rental.ReleaseUnpaid(ctx, id); err != nil {
-				cfg.Logger.Error("releasing an instance for arrears", "instance", id, "err", err)
-			}
-		},
-		OnShortfall: func(ctx context.Context, id string) {
-			if err := s.Rental.StopUnpaid(ctx, id); err != nil {
-				cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
-			}
-		},
-		OnPlanApplied: func(ctx context.Context, c gpurent.PlanChange) {
-			if err := s.Rental.ReleaseIdleGPUs(ctx, c.InstanceID); err != nil {
-				cfg.Logger.Error("releasing a stopped instance's GPUs after a plan change", "instance", c.InstanceID, "err", err)
+		BenchOptions: cfg.Certification.Options, AcceptSynthetic: cfg.Certification.AcceptSynthetic,
+		MaxOpenJobs: cfg.Certification.MaxOpenJobs, RetryAfter: cfg.Certification.RetryAfter,
+		HostDownAfter: cfg.HostDownAfter,
+		FleetChanged: func() {
+			if a := s.api.Load(); a != nil {
+				a.InvalidateGPUTypes()
 			}
 		}})
-	s.SSHKeys = sshkeys.New(s.Store, cfg.Now)
-	var err error
-	if s.Certification, err = certification.New(certification.Config{Store: s.Store, AcceptSynthetic: cfg.Certification.AcceptSynthetic,
-		MaxOpenJobs: cfg.Certification.MaxOpenJobs, RetryAfter: cfg.Certification.RetryAfter, HostFresh: cfg.HostTimeout,
-		Invalidate: s.Rental.Invalidate, Now: cfg.Now, Logger: cfg.Logger}); err != nil {
+	if err != nil {
 		s.closeStore()
 		return nil, err
 	}
-	if s.Incidents, err = newIncidents(cfg, s); err != nil {
-		s.closeStore()
-		return nil, err
-	}
-	s.Certification.SetIncidents(s.Incidents)
-	var access *api.Access
-	if cfg.SSHListen != "" {
-		if cfg.KeyDir == "" {
-			s.closeStore()
-			return nil, errors.New("the SSH gateway needs a key directory (ServerConfig.KeyDir)")
-		}
-		if s.gateway, access, err = startGateway(cfg, s.Store, s.SSHKeys); err != nil {
-			s.closeStore()
-			return nil, err
-		}
-		s.SSHAddr = access.SSHAddr
-	}
+	s.Auth, s.Wallet, s.Billing, s.Rental, s.Fleet = g.Auth, g.Wallet, g.Billing, g.Rental, g.Fleet
+	s.Academic, s.Metering, s.SSHKeys, s.Incidents, s.Certification = g.Academic, g.Metering, g.SSHKeys, g.Incidents, g.Certification
+	s.Moves, s.reports = g.Moves, g.Reports
+	s.Images = g.Images
 	registry := prometheus.NewRegistry()
 	if err := registry.Register(s.Incidents.Collector()); err != nil {
 		s.closeStore()
 		return nil, err
 	}
+	// The listener first: port links name its address when there is no
+	// public URL.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		if s.gateway != nil {
-			s.gateway.close()
-		}
 		s.closeStore()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	if cfg.MetricsListen != "" {
+		if s.metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			ln.Close()
+			if s.gateway != nil {
+				s.gateway.close()
+			}
+			s.closeStore()
+			return nil, fmt.Errorf("listen on %s for metrics: %w", cfg.MetricsListen, err)
+		}
+		s.MetricsURL = "http://" + s.metricsLn.Addr().String() + "/metrics"
+	}
 	s.URL = "http://" + ln.Addr().String()
-	web, err := newConsole(cfg, s, access, mailer)
+	var access *api.Access
+	if cfg.SSHListen != "" {
+		if cfg.KeyDir == "" {
+			ln.Close()
+			s.closeStore()
+			return nil, errors.New("the SSH gateway needs a key directory (ServerConfig.KeyDir)")
+		}
+		if s.gateway, access, err = startGateway(cfg, s.Store, s.SSHKeys, s.URL); err != nil {
+			ln.Close()
+			s.closeStore()
+			return nil, err
+		}
+		s.SSHAddr = access.SSHAddr
+		if s.gateway.proxy != nil {
+			s.PortsPattern = s.gateway.proxy.Pattern()
+		} else {
+			cfg.Logger.Warn("port links are off: set a ports domain (gpurent serve --ports-domain)")
+		}
+	}
+	if cfg.RateLimits.Now == nil {
+		cfg.RateLimits.Now = cfg.Now
+	}
+	limiter := ratelimit.New(cfg.RateLimits)
+	web, err := newConsole(cfg, s, access, mailer, limiter)
 	s.Console = web
 	if err != nil {
 		ln.Close()
+		if s.metricsLn != nil {
+			s.metricsLn.Close()
+		}
 		if s.gateway != nil {
 			s.gateway.close()
 		}
 		s.closeStore()
 		return nil, err
 	}
-	srv := api.New(api.Config{Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
-		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access, Incidents: s.Incidents, Health: s.Incidents,
+	var logs api.InstanceLogs // the gateway reads instances' logs from their agents
+	if s.gateway != nil {
+		logs = s.gateway.gw
+	}
+	srv := api.New(api.Config{Logs: logs, Images: s.Images, Wallet: s.Wallet, Auth: s.Auth, Rental: s.Rental, Fleet: s.Fleet, Billing: s.Billing, Academic: s.Academic,
+		Metering: s.Metering, Store: s.Store, SSHKeys: s.SSHKeys, Access: access, Incidents: s.Incidents, Reports: s.reports,
 		Certification: s.Certification, SLA: s.Incidents.Terms(), Logger: cfg.Logger, Registry: registry, Version: Version, Now: cfg.Now,
-		Console: web.Handler()})
+		Console: web.Handler(), Limiter: limiter, GPUTypesTTL: gpuTypesTTL})
+	s.api.Store(srv)
+	s.API = srv
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	s.stopWatch, s.watchExited = stopWatch, make(chan struct{})
 	go func() {
@@ -268,7 +343,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		ops := make(chan struct{})
 		go func() {
 			defer close(ops)
-			s.Rental.RunOperations(watchCtx, cfg.OperationsInterval)
+			s.Moves.RunOperations(watchCtx, cfg.OperationsInterval)
 		}()
 		defer func() { <-ops }()
 		incidents := make(chan struct{})
@@ -288,13 +363,16 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.Rental.Watch(watchCtx)
 		<-done
 	}()
-	s.http = &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
+	s.http = &http.Server{Handler: srv.Handler()}
+	cfg.HTTPTimeouts.Apply(s.http)
 	s.done = make(chan error, 1)
 	go func() { s.done <- s.http.Serve(ln) }()
+	if s.metricsLn != nil {
+		s.metricsHTTP = &http.Server{Handler: metricsMux(srv.MetricsHandler())}
+		cfg.HTTPTimeouts.Apply(s.metricsHTTP)
+		go func() { _ = s.metricsHTTP.Serve(s.metricsLn) }()
+		cfg.Logger.Info("metrics serving", "url", s.MetricsURL)
+	}
 	cfg.Logger.Info("control plane serving", "url", s.URL, "store", s.Store.Backend())
 	return s, nil
 }
@@ -310,6 +388,9 @@ func (s *Server) Close() error {
 	s.Rental.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if s.metricsHTTP != nil {
+		s.metricsHTTP.Close()
+	}
 	err := s.http.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = s.http.Close()
@@ -331,6 +412,18 @@ func (s *Server) closeStore() error {
 		return s.Store.Close()
 	}
 	return nil
+}
+
+// gpuTypesTTL is how long GET /api/v1/gpu-types serves one answer (types,
+// totals, free counts), like the console's market; fleet changes and API
+// writes drop it sooner.
+const gpuTypesTTL = 2 * time.Second
+
+// metricsMux serves metrics at /metrics and nothing else.
+func metricsMux(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	return mux
 }
 
 // seedCatalog writes the default GPU types and zones into an empty store.
@@ -368,24 +461,36 @@ func seedCatalog(ctx context.Context, st gpurent.Store) error {
 	})
 }
 
-// webhookPoster posts alerts to customers' webhooks: in the background,
-// bounded in time, never retried more than twice; failures are logged.
-func webhookPoster(log *slog.Logger) func(ctx context.Context, url string, body []byte) {
-	client := &http.Client{Timeout: 5 * time.Second}
+// webhookPoster posts alerts to customers' webhooks through the outbound
+// client (every dialled address checked, no redirects, bounded): in the
+// background, never retried more than twice, and never retried when the
+// destination is refused; failures are logged.
+func webhookPoster(log *slog.Logger, client *outbound.Client) func(ctx context.Context, url string, body []byte) {
 	return func(_ context.Context, url string, body []byte) {
 		go func() {
 			for attempt := 0; attempt < 3; attempt++ {
-				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				status, err := client.Post(ctx, url, "application/json", body)
+				cancel()
+				if err == nil && status < 300 {
+					return
+				}
 				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode < 300 {
-						return
-					}
-					err = fmt.Errorf("status %d", resp.StatusCode)
+					err = fmt.Errorf("status %d", status)
 				}
 				log.Warn("webhook not delivered", "url", url, "attempt", attempt+1, "err", err)
+				if errors.Is(err, outbound.ErrRefused) {
+					return
+				}
 				time.Sleep(time.Duration(attempt+1) * time.Second)
 			}
 		}()
 	}
+}
+
+// MintJoinToken makes a one-time join token for host name in zone, for an
+// in-process agent (the demo's, the tests'): it never leaves the process.
+func (s *Server) MintJoinToken(ctx context.Context, zone, name string) (string, error) {
+	secret, _, err := s.Fleet.MintJoinToken(ctx, zone, name, 0, "")
+	return secret, err
 }

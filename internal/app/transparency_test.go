@@ -41,7 +41,7 @@ func TestTransparencyEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope := "tr-" + strings.ToLower(dockertest.NewInstanceID()[2:8])
-	as, err := StartAgents(ctx, AgentsConfig{ServerURL: s.URL, JoinToken: cfg.JoinToken, DataDir: filepath.Join(dir, "agents"),
+	as, err := StartAgents(ctx, AgentsConfig{InitBinary: dockertest.InitBinary(t), ServerURL: s.URL, Join: s, DataDir: filepath.Join(dir, "agents"),
 		Hosts: []DemoHost{
 			{Name: scope + "-a", Zone: "cd-tianfu-a", TypeID: "h100-80g-sxm", GPUs: 4, GroupSize: 4},
 			{Name: scope + "-b", Zone: "cd-gaoxin-b", TypeID: "h100-80g-sxm", GPUs: 4, GroupSize: 4},

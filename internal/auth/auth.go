@@ -45,9 +45,17 @@ const (
 	maxBearerBytes = 256
 )
 
+// Store is what the auth service reads and writes: the accounts and their
+// tokens, a password reset's writes in one transaction.
+type Store interface {
+	gpurent.AccountStore
+	gpurent.TokenStore
+	gpurent.Transactor
+}
+
 // Config configures the service.
 type Config struct {
-	Store gpurent.Store
+	Store Store
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// BcryptCost is the password hashing cost; 0 is bcrypt.DefaultCost.
@@ -60,7 +68,7 @@ type Config struct {
 // Service registers accounts and checks credentials. It is safe for
 // concurrent use.
 type Service struct {
-	store      gpurent.Store
+	store      Store
 	now        func() time.Time
 	cost       int
 	sessionTTL time.Duration

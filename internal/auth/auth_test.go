@@ -3,7 +3,6 @@ package auth_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,31 +10,14 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newService(t *testing.T) (*auth.Service, gpurent.Store, *clock) {
+func newService(t *testing.T) (*auth.Service, gpurent.Store, *clocktest.Clock) {
 	t.Helper()
 	st := storetest.SQLite(t)
-	clk := &clock{t: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC))
 	return auth.New(auth.Config{Store: st, Now: clk.Now, BcryptCost: bcrypt.MinCost}), st, clk
 }
 
@@ -179,7 +161,7 @@ func TestLoginFailuresLookAlike(t *testing.T) {
 func TestSessionExpires(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t)
-	clk := &clock{t: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC))
 	svc := auth.New(auth.Config{Store: st, Now: clk.Now, BcryptCost: bcrypt.MinCost, SessionTTL: time.Hour})
 	if _, err := svc.Register(ctx, "dave@example.com", "Dave", "password1"); err != nil {
 		t.Fatal(err)

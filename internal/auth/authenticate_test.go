@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/auth"
+	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -47,7 +48,7 @@ func TestAuthenticateBackends(t *testing.T) {
 		t.Run(backend.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := backend.open(t)
-			clk := &clock{t: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)}
+			clk := clocktest.New(time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC))
 			svc := auth.New(auth.Config{Store: st, Now: clk.Now, BcryptCost: bcrypt.MinCost, SessionTTL: time.Hour})
 			acc, err := svc.CreateAccount(ctx, "gina@example.com", "Gina", "password1", gpurent.RoleOperator, 12_345)
 			if err != nil {
@@ -101,7 +102,7 @@ func TestAuthenticateBackends(t *testing.T) {
 func TestAuthenticateIsOneRead(t *testing.T) {
 	ctx := context.Background()
 	st := &countingStore{Store: storetest.SQLite(t)}
-	clk := &clock{t: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC))
 	svc := auth.New(auth.Config{Store: st, Now: clk.Now, BcryptCost: bcrypt.MinCost, SessionTTL: time.Hour})
 	if _, err := svc.Register(ctx, "hank@example.com", "Hank", "password1"); err != nil {
 		t.Fatal(err)

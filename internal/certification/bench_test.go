@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -15,9 +16,9 @@ func benchFleet(b *testing.B, hosts int) *env {
 	b.Helper()
 	st := storetest.SQLite(b)
 	storetest.SeedCatalog(b, st)
-	e := &env{t: b, ctx: b.Context(), st: st, clk: &clock{t: time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)}}
+	e := &env{t: b, ctx: b.Context(), st: st, clk: clocktest.New(time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC))}
 	e.hosts = storetest.SeedFleet(b, st, hosts, 8)
-	svc, err := New(Config{Store: st, AcceptSynthetic: true, Now: e.clk.now, MaxOpenJobs: hosts})
+	svc, err := New(Config{Store: st, AcceptSynthetic: true, Now: e.clk.Now, MaxOpenJobs: hosts})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func BenchmarkReportAssemble(b *testing.B) {
 	e := benchFleet(b, 250)
 	b.ResetTimer()
 	for b.Loop() {
-		rep, err := e.svc.assemble(e.ctx, e.clk.now())
+		rep, err := e.svc.assemble(e.ctx, e.clk.Now())
 		if err != nil || len(rep.Types) != 1 || rep.Types[0].GPUs != 2000 {
 			b.Fatalf("report: %v", err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 	"github.com/gpurent/gpurent/internal/transparency"
 )
 
@@ -73,7 +73,7 @@ func (s *Service) assemble(ctx context.Context, now time.Time) (*apiv1.Transpare
 		reasonOf[j.ID] = string(j.Reason)
 	}
 
-	rep := &apiv1.Transparency{GeneratedAt: now, PassRatio: certify.PassRatio, WarnRatio: certify.WarnRatio,
+	rep := &apiv1.Transparency{GeneratedAt: now, PassRatio: benchjudge.PassRatio, WarnRatio: benchjudge.WarnRatio,
 		Types: []apiv1.TransparencyType{}, Delisted: []apiv1.TransparencyGPUBrief{}}
 	latestOf := map[string][]gpurent.BenchSummary{} // by GPU key
 	byType := map[string][]gpurent.BenchSummary{}
@@ -191,12 +191,12 @@ func countState(t *apiv1.TransparencyType, st gpurent.CertState) {
 }
 
 func outcomeRank(o string) int {
-	switch certify.Outcome(o) {
-	case certify.Fail:
+	switch benchjudge.Outcome(o) {
+	case benchjudge.Fail:
 		return 0
-	case certify.Warn:
+	case benchjudge.Warn:
 		return 1
-	case certify.Pass:
+	case benchjudge.Pass:
 		return 2
 	}
 	return 3
@@ -218,7 +218,7 @@ func (s *Service) probes(typeID string, latest []gpurent.BenchSummary) []apiv1.T
 		groups[k] = append(groups[k], b)
 	}
 	rank := map[string]int{}
-	for i, p := range certify.Probes() {
+	for i, p := range benchjudge.Probes() {
 		rank[p] = i
 	}
 	slices.SortFunc(order, func(a, b key) int {
@@ -234,16 +234,16 @@ func (s *Service) probes(typeID string, latest []gpurent.BenchSummary) []apiv1.T
 	out := []apiv1.TransparencyProbe{}
 	for _, k := range order {
 		list := groups[k]
-		sums := make([]certify.Summary, len(list))
+		sums := make([]benchjudge.Summary, len(list))
 		for i, b := range list {
 			sums[i] = fromStored(b)
 		}
-		tp := certify.TypeProbe{Type: typeID, Probe: k.probe, GPUs: k.gpus, Setup: k.setup}
-		med := certify.FleetMedians(sums)[tp]
+		tp := benchjudge.TypeProbe{Type: typeID, Probe: k.probe, GPUs: k.gpus, Setup: k.setup}
+		med := benchjudge.FleetMedians(sums)[tp]
 		p := apiv1.TransparencyProbe{Probe: k.probe, Setup: k.setup, Unit: list[0].Unit, GPUs: k.gpus, FleetMedian: med,
-			BandPass: med * certify.PassRatio, BandWarn: med * certify.WarnRatio}
+			BandPass: med * benchjudge.PassRatio, BandWarn: med * benchjudge.WarnRatio}
 		for _, b := range list {
-			if !(b.Median > 0) || b.Runs < certify.MinRuns {
+			if !(b.Median > 0) || b.Runs < benchjudge.MinRuns {
 				continue
 			}
 			if p.Cards == 0 || b.Median < p.FleetMin {
@@ -261,7 +261,7 @@ func (s *Service) probes(typeID string, latest []gpurent.BenchSummary) []apiv1.T
 					p.SpecRatio = med / f.Value
 				}
 			}
-			if h, ok := spec.HealthyFor(k.probe, k.gpus, certify.ParseSetup(k.setup)); ok {
+			if h, ok := spec.HealthyFor(k.probe, k.gpus, benchjudge.ParseSetup(k.setup)); ok {
 				p.Healthy = figure(h.Figure)
 			}
 		}
@@ -270,6 +270,6 @@ func (s *Service) probes(typeID string, latest []gpurent.BenchSummary) []apiv1.T
 	return out
 }
 
-func figure(f certify.Figure) *apiv1.TransparencyFigure {
+func figure(f benchjudge.Figure) *apiv1.TransparencyFigure {
 	return &apiv1.TransparencyFigure{Value: f.Value, High: f.High, Unit: f.Unit, Source: f.Source}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
-	"github.com/gpurent/gpurent/internal/health"
+	"github.com/gpurent/gpurent/internal/benchjudge"
+	"github.com/gpurent/gpurent/internal/faultrules"
 )
 
 // Result is what an agent says of a job: it started running, or it ended
@@ -120,7 +120,19 @@ func (s *Service) finish(ctx context.Context, j *gpurent.BenchJob, state gpurent
 			return true, err
 		}
 	}
+	for _, f := range out.flagged {
+		fl := &gpurent.IdleRunFlag{GPUID: f.gpuID, HostID: j.HostID, JobID: j.ID, FlaggedAt: now,
+			Reason: "verify " + j.ID + ": " + f.reason}
+		if err := s.store.FlagIdleRun(ctx, fl); err != nil {
+			return true, err
+		}
+		s.log.Warn("GPU failed a verify: flagged for an idle run", "gpu", f.gpuID, "job", j.ID, "ratio", f.ratio)
+	}
 	if fin.State == gpurent.BenchDone && j.Reason != gpurent.BenchVerify {
+		// This run, on the idle card, answers any verify's flag set before it.
+		if err := s.store.ClearIdleRunFlags(ctx, j.GPUIDs, j.CreatedAt); err != nil {
+			return true, err
+		}
 		if err := s.rejudge(ctx, j.GPUType, j.GPUIDs, now); err != nil {
 			return true, err
 		}
@@ -179,6 +191,10 @@ type outcome struct {
 	certs     []gpurent.GPUCert
 	next      *gpurent.BenchJob
 	confirmed []failure // confirmed FAILs to act on
+	// flagged are the FAILs a verify confirmed: a verify never delists,
+	// degrades or opens an incident by itself (the customer controls the
+	// load); the cards are run again once idle, and that run decides.
+	flagged []failure
 }
 
 // failure is one card's confirmed FAIL.
@@ -192,7 +208,7 @@ type failure struct {
 // each summary against the fleet median and decides the certifications.
 func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte, now time.Time) (outcome, error) {
 	var out outcome
-	recs, err := certify.ParseRecords(bytes.NewReader(bytes.Join(lines, []byte("\n"))))
+	recs, err := benchjudge.ParseRecords(bytes.NewReader(bytes.Join(lines, []byte("\n"))))
 	if err != nil {
 		return out, badInput{fmt.Errorf("records: %w", err)}
 	}
@@ -217,7 +233,7 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 		}
 	}
 	spec, _ := s.ref.Type(j.GPUType)
-	fresh := certify.Summarize(recs)
+	fresh := benchjudge.Summarize(recs)
 
 	// The peers: the latest certification summaries of the type, this
 	// job's cards replaced by what they measured now (a verify run does
@@ -226,7 +242,7 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 	if err != nil {
 		return out, err
 	}
-	var peers []certify.Summary
+	var peers []benchjudge.Summary
 	for _, b := range stored {
 		if j.Reason != gpurent.BenchVerify && touches(b.GPUKey, inJob) {
 			continue
@@ -236,13 +252,13 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 	if j.Reason != gpurent.BenchVerify {
 		peers = append(peers, fresh...)
 	}
-	medians := certify.FleetMedians(peers)
+	medians := benchjudge.FleetMedians(peers)
 
-	worst := map[string]certify.Verdict{} // per GPU: its worst single-GPU verdict
+	worst := map[string]benchjudge.Verdict{} // per GPU: its worst single-GPU verdict
 	for _, sum := range fresh {
-		v := certify.Judge(sum, medians[sum.TypeProbe], spec)
-		if v.Outcome == certify.Fail && (j.Reason == gpurent.BenchRerun || isVerifyRerun(j)) {
-			v = certify.Confirm(v, v)
+		v := benchjudge.Judge(sum, medians[sum.TypeProbe], spec)
+		if v.Outcome == benchjudge.Fail && (j.Reason == gpurent.BenchRerun || isVerifyRerun(j)) {
+			v = benchjudge.Confirm(v, v)
 		}
 		out.sums = append(out.sums, toStored(j, sum, v, now))
 		if sum.GPUs != 1 {
@@ -256,13 +272,14 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 		var failing []string
 		for _, g := range j.GPUIDs {
 			v, ok := worst[g]
-			if !ok || v.Outcome != certify.Fail {
+			if !ok || v.Outcome != benchjudge.Fail {
 				continue
 			}
 			if v.Provisional {
 				failing = append(failing, g)
 			} else {
-				out.confirmed = append(out.confirmed, failure{gpuID: g, ratio: v.FleetRatio, reason: why(v)})
+				// Only a flag: the customer controls the load of a verify.
+				out.flagged = append(out.flagged, failure{gpuID: g, ratio: v.FleetRatio, reason: why(v)})
 			}
 		}
 		if len(failing) > 0 && !isVerifyRerun(j) {
@@ -284,13 +301,13 @@ func (s *Service) judge(ctx context.Context, j *gpurent.BenchJob, lines [][]byte
 			UpdatedAt: now, PricePermille: 1000}
 		v, ok := worst[g]
 		switch {
-		case !ok || v.Outcome == certify.Insufficient:
+		case !ok || v.Outcome == benchjudge.Insufficient:
 			c.State = gpurent.CertNone
 			c.Reason = "no probe could be judged: " + insufficientWhy(fresh, g)
-		case v.Outcome == certify.Pass:
+		case v.Outcome == benchjudge.Pass:
 			c.State, c.RatioPermille = gpurent.CertPassed, permille(v.FleetRatio)
 			c.Reason = fmt.Sprintf("every probe at 0.95 or more of the fleet median (lowest %s)", ratioText(v))
-		case v.Outcome == certify.Warn:
+		case v.Outcome == benchjudge.Warn:
 			c.State, c.RatioPermille = gpurent.CertWarn, permille(v.FleetRatio)
 			c.Reason = why(v)
 		case v.Provisional:
@@ -335,14 +352,14 @@ func touches(key string, gpus map[string]bool) bool {
 
 // worse orders verdicts: FAIL, then WARN, then PASS, then not judged; among
 // equals the lower ratio.
-func worse(a, b certify.Verdict) bool {
-	rank := func(o certify.Outcome) int {
+func worse(a, b benchjudge.Verdict) bool {
+	rank := func(o benchjudge.Outcome) int {
 		switch o {
-		case certify.Fail:
+		case benchjudge.Fail:
 			return 0
-		case certify.Warn:
+		case benchjudge.Warn:
 			return 1
-		case certify.Pass:
+		case benchjudge.Pass:
 			return 2
 		}
 		return 3
@@ -360,12 +377,12 @@ func permille(r float64) int {
 	return int(math.Floor(r*1000 + 1e-9))
 }
 
-func ratioText(v certify.Verdict) string {
+func ratioText(v benchjudge.Verdict) string {
 	return fmt.Sprintf("%s at %.3f", v.Probe, v.FleetRatio)
 }
 
 // why says in a sentence what a verdict found.
-func why(v certify.Verdict) string {
+func why(v benchjudge.Verdict) string {
 	// Never the UUID: reasons are published on the report.
 	s := fmt.Sprintf("%s %s at %.3f of the fleet median (%.1f of %.1f %s)", v.Probe, v.Outcome,
 		v.FleetRatio, v.Median, v.FleetMedian, v.Unit)
@@ -375,7 +392,7 @@ func why(v certify.Verdict) string {
 	return s
 }
 
-func insufficientWhy(sums []certify.Summary, gpu string) string {
+func insufficientWhy(sums []benchjudge.Summary, gpu string) string {
 	for _, s := range sums {
 		if s.GPUKey == gpu && s.Note != "" {
 			return s.Note
@@ -385,7 +402,7 @@ func insufficientWhy(sums []certify.Summary, gpu string) string {
 }
 
 // toStored turns a summary and its verdict into what the store keeps.
-func toStored(j *gpurent.BenchJob, s certify.Summary, v certify.Verdict, at time.Time) gpurent.BenchSummary {
+func toStored(j *gpurent.BenchJob, s benchjudge.Summary, v benchjudge.Verdict, at time.Time) gpurent.BenchSummary {
 	b := gpurent.BenchSummary{JobID: j.ID, GPUKey: s.GPUKey, HostID: j.HostID, GPUType: s.Type, Probe: s.Probe, GPUs: s.GPUs,
 		Setup: s.Setup, Unit: s.Unit, Runs: s.Runs, Failed: s.Failed, Median: s.Median, Min: s.Min, Max: s.Max,
 		Spread: s.Spread, MAD: s.MAD, MaxTempC: s.MaxTempC, MinSMClockMHz: s.MinSMClockMHz,
@@ -400,19 +417,19 @@ func toStored(j *gpurent.BenchJob, s certify.Summary, v certify.Verdict, at time
 
 // fromStored is the summary a stored one stands for, enough to compute
 // fleet medians and to judge again.
-func fromStored(b gpurent.BenchSummary) certify.Summary {
-	s := certify.Summary{TypeProbe: certify.TypeProbe{Type: b.GPUType, Probe: b.Probe, GPUs: b.GPUs, Setup: b.Setup},
+func fromStored(b gpurent.BenchSummary) benchjudge.Summary {
+	s := benchjudge.Summary{TypeProbe: benchjudge.TypeProbe{Type: b.GPUType, Probe: b.Probe, GPUs: b.GPUs, Setup: b.Setup},
 		GPUKey: b.GPUKey, Unit: b.Unit, Runs: b.Runs, Failed: b.Failed, Median: b.Median, Min: b.Min, Max: b.Max,
 		Spread: b.Spread, MAD: b.MAD, MaxTempC: b.MaxTempC, MinSMClockMHz: b.MinSMClockMHz, Synthetic: b.Synthetic}
-	if b.Outcome == string(certify.Insufficient) && b.Runs < certify.MinRuns {
+	if b.Outcome == string(benchjudge.Insufficient) && b.Runs < benchjudge.MinRuns {
 		s.Insufficient = true
 	}
 	return s
 }
 
-// degrade acts on a confirmed FAIL: the GPU goes through the incident
-// service as a degradation (the health rules take it out of placement; an
-// instance on it, for a verify, gets an incident that counts as down).
+// degrade acts on a confirmed FAIL of a run on idle cards (never a
+// verify's): the GPU goes through the incident service as a degradation
+// (the health rules take it out of placement).
 func (s *Service) degrade(ctx context.Context, j *gpurent.BenchJob, f failure, now time.Time) error {
 	detail := "benchmark " + f.reason
 	h, err := s.store.HostByID(ctx, j.HostID)
@@ -423,7 +440,7 @@ func (s *Service) degrade(ctx context.Context, j *gpurent.BenchJob, f failure, n
 		return s.store.SetGPUHealth(ctx, f.gpuID, gpurent.GPUDegraded, detail)
 	}
 	ev := agentproto.HealthEvent{ID: "bench-" + j.ID + "-" + f.gpuID, UUID: f.gpuID, At: now,
-		Kind: health.KindBenchmark, Detail: detail}
+		Kind: faultrules.KindBenchmark, Detail: detail}
 	if _, err := s.cfg.Incidents.Ingest(ctx, h, agentproto.Report{Health: []agentproto.HealthEvent{ev}}); err != nil {
 		return err
 	}
@@ -439,23 +456,23 @@ func (s *Service) rejudge(ctx context.Context, typeID string, skip []string, now
 	if err != nil {
 		return err
 	}
-	sums := make([]certify.Summary, len(stored))
+	sums := make([]benchjudge.Summary, len(stored))
 	for i, b := range stored {
 		sums[i] = fromStored(b)
 	}
-	medians := certify.FleetMedians(sums)
+	medians := benchjudge.FleetMedians(sums)
 	certs, err := s.certMap(ctx)
 	if err != nil {
 		return err
 	}
 	spec, _ := s.ref.Type(typeID)
-	low := map[string]certify.Verdict{}
+	low := map[string]benchjudge.Verdict{}
 	for _, sum := range sums {
 		if sum.GPUs != 1 || slices.Contains(skip, sum.GPUKey) {
 			continue
 		}
-		v := certify.Judge(sum, medians[sum.TypeProbe], spec)
-		if v.Outcome != certify.Fail {
+		v := benchjudge.Judge(sum, medians[sum.TypeProbe], spec)
+		if v.Outcome != benchjudge.Fail {
 			continue
 		}
 		if w, ok := low[sum.GPUKey]; !ok || worse(v, w) {

@@ -11,7 +11,8 @@ import (
 )
 
 // Tick fails jobs open too long and schedules runs on idle GPUs: never
-// benchmarked (onboarding), held for a re-run, or last run longer ago than
+// benchmarked (onboarding), flagged by a verify or held for a re-run (a
+// re-run), or last run longer ago than
 // the schedule (weekly). One job per host at a time, at most MaxOpenJobs
 // scheduled jobs open at once.
 func (s *Service) Tick(ctx context.Context) error {
@@ -55,6 +56,14 @@ func (s *Service) Tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	flags, err := s.store.ListIdleRunFlags(ctx, "")
+	if err != nil {
+		return err
+	}
+	flagged := make(map[string]bool, len(flags))
+	for _, f := range flags {
+		flagged[f.GPUID] = true
+	}
 	for _, h := range hosts {
 		if scheduled >= s.cfg.MaxOpenJobs {
 			break
@@ -74,6 +83,10 @@ func (s *Service) Tick(ctx context.Context) error {
 				if waited {
 					due[gpurent.BenchOnboarding] = append(due[gpurent.BenchOnboarding], g)
 				}
+			case flagged[g.ID]:
+				// A verify found it failing under its renter: run it
+				// idle at once; this run alone decides.
+				due[gpurent.BenchRerun] = append(due[gpurent.BenchRerun], g)
 			case c.State == gpurent.CertPending:
 				if waited {
 					due[gpurent.BenchRerun] = append(due[gpurent.BenchRerun], g)

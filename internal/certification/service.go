@@ -3,11 +3,12 @@
 // weekly schedule, after a reset-class fault, before a repaired GPU is
 // listed again, re-runs of a provisional FAIL) and on customers' own
 // instances (verify); it takes the agents' records, summarises and judges
-// them against the fleet median of the type (internal/certify), keeps each
+// them against the fleet median of the type (internal/benchjudge), keeps each
 // GPU's certification, delists or relists as degraded a card whose FAIL a
-// re-run confirmed (the operator's policy), reports a confirmed FAIL under a
-// customer to the incident service (a degraded GPU counts as down), and
-// assembles the public report.
+// re-run on the idle card confirmed (the operator's policy), and assembles
+// the public report. A verify never changes a certification, a listing or
+// a price and opens no incident (its renter controls the load): a FAIL it
+// confirms only flags the card for a run once it is idle.
 package certification
 
 import (
@@ -19,7 +20,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 )
 
 // Incidents is the part of the incident service a confirmed FAIL goes
@@ -30,9 +31,30 @@ type Incidents interface {
 	Ingest(ctx context.Context, host *gpurent.Host, rep agentproto.Report) ([]string, error)
 }
 
+// Store is what the certification service reads and writes: benchmark
+// jobs, certifications and idle-run flags of its own, the hosts and their
+// GPUs' health; and, read only, the GPU types, an instance it verifies for
+// and the incidents that bar a GPU.
+type Store interface {
+	gpurent.BenchStore
+	gpurent.CertStore
+	gpurent.IdleRunStore
+	gpurent.FleetStore
+	gpurent.GPUHealthStore
+	GPUTypes(ctx context.Context) ([]gpurent.GPUType, error)
+	InstanceByID(ctx context.Context, id string) (*gpurent.Instance, error)
+	ListIncidents(ctx context.Context, f gpurent.IncidentFilter) ([]gpurent.Incident, error)
+}
+
+// Placement drops what it knows of the fleet's free GPUs (the rental
+// service's placement snapshot).
+type Placement interface {
+	Invalidate()
+}
+
 // Config configures the service.
 type Config struct {
-	Store gpurent.Store
+	Store Store
 	// Incidents takes confirmed FAILs (nil: the GPU's health is set to
 	// degraded directly, with no incident).
 	Incidents Incidents
@@ -53,19 +75,19 @@ type Config struct {
 	// HostFresh is how recently an agent must have reported for its GPUs
 	// to be scheduled (default 60 s).
 	HostFresh time.Duration
-	// Invalidate, when set, is called after a certification changes
+	// Placement, when set, is told after a certification changes
 	// placement (a GPU delisted, degraded or relisted).
-	Invalidate func()
-	Now        func() time.Time
-	Logger     *slog.Logger
+	Placement Placement
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 // Service is the certification service. It is safe for concurrent use.
 type Service struct {
 	cfg   Config
-	store gpurent.Store
+	store Store
 	log   *slog.Logger
-	ref   *certify.Ref
+	ref   *benchjudge.Ref
 
 	mu       sync.Mutex
 	report   *apiv1.Transparency // cached public report
@@ -98,17 +120,28 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	ref, err := certify.Reference()
+	ref, err := benchjudge.Reference()
 	if err != nil {
 		return nil, gpurent.WrapError(gpurent.CodeInternal, err, "GPU reference data")
 	}
 	return &Service{cfg: cfg, store: cfg.Store, log: cfg.Logger, ref: ref}, nil
 }
 
-// SetIncidents sets the incident service confirmed FAILs go through, for
-// a composition root that builds the two services in turn (the incident
-// service relists repaired GPUs through this one). Call it before use.
-func (s *Service) SetIncidents(in Incidents) { s.cfg.Incidents = in }
+// NewWithIncidents builds the service and, through incidents, the
+// incident service its confirmed FAILs go through, for a composition root:
+// the incident service relists repaired GPUs through this one, so it is
+// made from it (cfg.Incidents is ignored). An error of incidents is
+// returned as it is.
+func NewWithIncidents(cfg Config, incidents func(cert *Service) (Incidents, error)) (*Service, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.Incidents, err = incidents(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 
@@ -124,8 +157,8 @@ func (s *Service) invalidate() {
 	s.mu.Lock()
 	s.report = nil
 	s.mu.Unlock()
-	if s.cfg.Invalidate != nil {
-		s.cfg.Invalidate()
+	if s.cfg.Placement != nil {
+		s.cfg.Placement.Invalidate()
 	}
 }
 

@@ -2,38 +2,29 @@ package certification
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/benchjudge"
+	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 	"github.com/gpurent/gpurent/internal/transparency"
 )
 
 const h100 = "h100-80g-sxm"
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type env struct {
 	t     testing.TB
 	ctx   context.Context
 	st    gpurent.Store
 	svc   *Service
-	clk   *clock
+	clk   *clocktest.Clock
 	hosts []*gpurent.Host
 	op    *gpurent.Account
 }
@@ -41,12 +32,12 @@ type env struct {
 func newEnv(t *testing.T, st gpurent.Store, hosts, gpus int) *env {
 	t.Helper()
 	storetest.SeedCatalog(t, st)
-	e := &env{t: t, ctx: context.Background(), st: st, clk: &clock{t: time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)}}
+	e := &env{t: t, ctx: context.Background(), st: st, clk: clocktest.New(time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC))}
 	for i := range hosts {
 		e.hosts = append(e.hosts, storetest.SeedHost(t, st, "node-"+string(rune('a'+i)), h100, gpus))
 	}
 	e.touch()
-	svc, err := New(Config{Store: st, AcceptSynthetic: true, Now: e.clk.now, RetryAfter: 10 * time.Minute})
+	svc, err := New(Config{Store: st, AcceptSynthetic: true, Now: e.clk.Now, RetryAfter: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +50,7 @@ func newEnv(t *testing.T, st gpurent.Store, hosts, gpus int) *env {
 // touch marks every host as just heard from.
 func (e *env) touch() {
 	for _, h := range e.hosts {
-		if err := e.st.TouchHost(e.ctx, h.ID, e.clk.now()); err != nil {
+		if err := e.st.TouchHost(e.ctx, h.ID, e.clk.Now()); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -92,9 +83,9 @@ func records(t testing.TB, typeID string, gpus []string, factor map[string]float
 		if f == 0 {
 			f = 1
 		}
-		for _, probe := range []string{certify.ProbeGEMMBF16, certify.ProbeGEMMFP8, certify.ProbeResNet50Train} {
-			for _, r := range certify.Synthesize(typeID, g, probe, f, 5, int64(i+1)) {
-				b, err := certify.EncodeRecord(r)
+		for _, probe := range []string{benchjudge.ProbeGEMMBF16, benchjudge.ProbeGEMMFP8, benchjudge.ProbeResNet50Train} {
+			for _, r := range benchjudge.Synthesize(typeID, g, probe, f, 5, int64(i+1)) {
+				b, err := benchjudge.EncodeRecord(r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,7 +106,7 @@ func (e *env) run(j gpurent.BenchJob, factor map[string]float64) {
 	if err := e.svc.Report(e.ctx, j.HostID, Result{JobID: j.ID, State: gpurent.BenchRunning}); err != nil {
 		e.t.Fatalf("running: %v", err)
 	}
-	e.clk.add(time.Minute)
+	e.clk.Advance(time.Minute)
 	if err := e.svc.Report(e.ctx, j.HostID, Result{JobID: j.ID, State: gpurent.BenchDone,
 		Records: records(e.t, j.GPUType, j.GPUIDs, factor)}); err != nil {
 		e.t.Fatalf("done: %v", err)
@@ -150,6 +141,21 @@ func (e *env) gpu(id string) gpurent.GPU {
 	}
 	e.t.Fatalf("no GPU %s", id)
 	return gpurent.GPU{}
+}
+
+// markRunning marks the instance running on the host, as its agent's
+// report would, and answers it as stored.
+func (e *env) markRunning(in *gpurent.Instance, hostID string) *gpurent.Instance {
+	e.t.Helper()
+	in, err := e.st.InstanceByID(e.ctx, in.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	in.State, in.HostID = gpurent.StateRunning, hostID
+	if err := e.st.UpdateInstance(e.ctx, in); err != nil {
+		e.t.Fatal(err)
+	}
+	return in
 }
 
 func stores(t *testing.T) map[string]func(testing.TB) gpurent.Store {
@@ -234,7 +240,7 @@ func TestSlowCardFlaggedRerunDelisted(t *testing.T) {
 			}
 			var bf16 bool
 			for _, p := range rep.Types[0].Probes {
-				if p.Probe == certify.ProbeGEMMBF16 {
+				if p.Probe == benchjudge.ProbeGEMMBF16 {
 					bf16 = true
 					if p.Spec == nil || p.Spec.Value != 989 || p.Cards != 4 || p.FleetMedian < 780 || p.FleetMedian > 810 {
 						t.Fatalf("BF16 on the report: %+v (spec %+v)", p, p.Spec)
@@ -282,7 +288,7 @@ func TestSlowCardFoundWhenPeersArrive(t *testing.T) {
 	if open := e.openJobs(); len(open) != 0 {
 		t.Fatalf("re-run before RetryAfter: %+v", open)
 	}
-	e.clk.add(10 * time.Minute)
+	e.clk.Advance(10 * time.Minute)
 	e.tick()
 	open := e.openJobs()
 	if len(open) != 1 || open[0].Reason != gpurent.BenchRerun || open[0].GPUIDs[0] != slow {
@@ -420,7 +426,7 @@ func TestScheduleRules(t *testing.T) {
 	e := newEnv(t, storetest.SQLite(t), 1, 2)
 	h := e.hosts[0]
 	// A silent host gets nothing.
-	e.clk.add(5 * time.Minute)
+	e.clk.Advance(5 * time.Minute)
 	if err := e.svc.Tick(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +451,7 @@ func TestScheduleRules(t *testing.T) {
 		t.Fatalf("renting a GPU under a benchmark: %v, want conflict", err)
 	}
 	// A job with no answer fails after its timeout; the GPU is released.
-	e.clk.add(3 * time.Hour)
+	e.clk.Advance(3 * time.Hour)
 	e.tick()
 	got, _ := e.st.BenchJobByID(e.ctx, open[0].ID)
 	if got.State != gpurent.BenchFailed || !strings.Contains(got.Error, "no result") {
@@ -455,7 +461,7 @@ func TestScheduleRules(t *testing.T) {
 	if o := e.openJobs(); len(o) != 0 {
 		t.Fatalf("rescheduled at once: %+v", o)
 	}
-	e.clk.add(10 * time.Minute)
+	e.clk.Advance(10 * time.Minute)
 	e.tick()
 	open = e.openJobs()
 	if len(open) != 1 {
@@ -466,7 +472,7 @@ func TestScheduleRules(t *testing.T) {
 		t.Fatalf("cert: %+v", c)
 	}
 	// A week later the idle card is run again.
-	e.clk.add(7*24*time.Hour + time.Minute)
+	e.clk.Advance(7*24*time.Hour + time.Minute)
 	e.tick()
 	open = e.openJobs()
 	if len(open) != 1 || open[0].Reason != gpurent.BenchWeekly {
@@ -499,7 +505,7 @@ func TestScheduleRules(t *testing.T) {
 	if err := e.st.SetHostState(e.ctx, h.ID, gpurent.HostCordoned); err != nil {
 		t.Fatal(err)
 	}
-	e.clk.add(time.Hour)
+	e.clk.Advance(time.Hour)
 	e.tick()
 	if o := e.openJobs(); len(o) != 0 {
 		t.Fatalf("a cordoned host got jobs: %+v", o)
@@ -507,8 +513,8 @@ func TestScheduleRules(t *testing.T) {
 }
 
 // TestVerify: a customer's verify runs on their running instance without
-// holding its GPUs; a FAIL is re-run at once and, confirmed, takes the GPU
-// out as degraded; customers see only their own runs.
+// holding its GPUs; a FAIL is re-run at once and, confirmed, flags the GPU
+// for an idle run; customers see only their own runs.
 func TestVerify(t *testing.T) {
 	e := newEnv(t, storetest.SQLite(t), 1, 4)
 	h := e.hosts[0]
@@ -524,14 +530,7 @@ func TestVerify(t *testing.T) {
 	if _, err := e.svc.Verify(e.ctx, acc, in.ID, ""); !gpurent.IsCode(err, gpurent.CodeConflict) {
 		t.Fatalf("verify of a pending instance: %v, want conflict", err)
 	}
-	in, err := e.st.InstanceByID(e.ctx, in.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.State, in.HostID = gpurent.StateRunning, h.ID
-	if err := e.st.UpdateInstance(e.ctx, in); err != nil {
-		t.Fatal(err)
-	}
+	in = e.markRunning(in, h.ID)
 	other := storetest.SeedAccount(t, e.st, "other@example.com")
 	if _, err := e.svc.Verify(e.ctx, other, in.ID, ""); !gpurent.IsCode(err, gpurent.CodeNotFound) {
 		t.Fatalf("verify of another's instance: %v", err)
@@ -568,8 +567,12 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("want the verify re-run: %+v", open)
 	}
 	e.run(open[0], map[string]float64{gpu: 0.8})
-	if g := e.gpu(gpu); g.Health != gpurent.GPUDegraded {
-		t.Fatalf("confirmed verify FAIL left the GPU %s", g.Health)
+	// A confirmed verify FAIL only flags the card for an idle run.
+	if g := e.gpu(gpu); g.Health != gpurent.GPUHealthy {
+		t.Fatalf("a verify took the GPU out: %s", g.Health)
+	}
+	if flags, err := e.st.ListIdleRunFlags(e.ctx, h.ID); err != nil || len(flags) != 1 || flags[0].GPUID != gpu {
+		t.Fatalf("idle-run flags: %+v %v", flags, err)
 	}
 	// A verify never moves the fleet median or the card's certification.
 	if c := e.cert(gpu); c.State != gpurent.CertPassed {
@@ -591,7 +594,7 @@ func TestRelist(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := e.st.CreateIncident(e.ctx, &gpurent.Incident{HostID: h.ID, GPUID: g, Class: gpurent.FaultReset,
-		Attribution: gpurent.AttrHost, Cause: "Xid 79", State: gpurent.IncidentOpen, StartedAt: e.clk.now()}); err != nil {
+		Attribution: gpurent.AttrHost, Cause: "Xid 79", State: gpurent.IncidentOpen, StartedAt: e.clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	held, err := e.svc.Relist(e.ctx, h.ID, g, e.op.ID)
@@ -604,5 +607,115 @@ func TestRelist(t *testing.T) {
 	}
 	if got := e.gpu(g); got.BenchJobID != open[0].ID {
 		t.Fatalf("relisted GPU not held: %+v", got)
+	}
+}
+
+// incidents records what reaches the incident service.
+type incidents struct {
+	mu     sync.Mutex
+	events []string // GPU UUIDs
+}
+
+func (r *incidents) Ingest(_ context.Context, _ *gpurent.Host, rep agentproto.Report) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range rep.Health {
+		r.events = append(r.events, ev.UUID)
+	}
+	return nil, nil
+}
+
+func (r *incidents) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.events) }
+
+// TestVerifyOnlyFlags: a customer loads their own GPU during a verify so
+// that it measures slow (here: scripted at 0.8 of its peers), twice. The
+// verify changes no certification, listing or price, sends nothing to the
+// incident service (so no incident and no SLA credit) and flags the card;
+// no run starts while it is rented; once the rental ends the idle run
+// alone decides: a card that was only loaded passes and stays certified
+// at the full price, a card slow for real is delisted. Both stores.
+func TestVerifyOnlyFlags(t *testing.T) {
+	for name, open := range stores(t) {
+		for _, idle := range []float64{1, 0.8} {
+			t.Run(fmt.Sprintf("%s/idle-%.1f", name, idle), func(t *testing.T) {
+				e := newEnv(t, open(t), 1, 4)
+				rec := &incidents{}
+				withIncidents := e.svc.cfg
+				withIncidents.Incidents = rec
+				svc, err := New(withIncidents)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.svc = svc
+				h := e.hosts[0]
+				e.tick()
+				e.run(e.openJobs()[0], nil)
+				acc := storetest.SeedAccount(t, e.st, "loader@example.com")
+				in := storetest.SeedInstance(t, e.st, acc.ID, "loaded")
+				gpu := h.GPUs[2].ID
+				alloc := &gpurent.Allocation{InstanceID: in.ID, HostID: h.ID, GPUIDs: []string{gpu}, StartedAt: e.clk.Now(), StartReason: "start"}
+				if err := e.st.CreateAllocation(e.ctx, alloc); err != nil {
+					t.Fatal(err)
+				}
+				in = e.markRunning(in, h.ID)
+				before := e.cert(gpu)
+				j, err := e.svc.Verify(e.ctx, acc, in.ID, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.run(*j, map[string]float64{gpu: 0.8})
+				again := e.openJobs()
+				if len(again) != 1 || again[0].Reason != gpurent.BenchVerify {
+					t.Fatalf("want the verify's re-run: %+v", again)
+				}
+				e.run(again[0], map[string]float64{gpu: 0.8})
+
+				if n := rec.count(); n != 0 {
+					t.Fatalf("a verify sent %d events to the incident service (an incident, a credit)", n)
+				}
+				if incs, err := e.st.ListIncidents(e.ctx, gpurent.IncidentFilter{}); err != nil || len(incs) != 0 {
+					t.Fatalf("incidents after a verify: %+v %v", incs, err)
+				}
+				if c := e.cert(gpu); c.State != before.State || c.PricePermille != before.PricePermille || c.LastJobID != before.LastJobID {
+					t.Fatalf("a verify changed the certification: %+v, was %+v", c, before)
+				}
+				if g := e.gpu(gpu); g.Health != gpurent.GPUHealthy {
+					t.Fatalf("a verify changed the GPU's health: %s", g.Health)
+				}
+				flags, err := e.st.ListIdleRunFlags(e.ctx, "")
+				if err != nil || len(flags) != 1 || flags[0].GPUID != gpu || flags[0].JobID != again[0].ID {
+					t.Fatalf("idle-run flags: %+v %v", flags, err)
+				}
+				// Rented: nothing runs on it.
+				e.clk.Advance(time.Hour)
+				e.tick()
+				for _, o := range e.openJobs() {
+					if slices.Contains(o.GPUIDs, gpu) {
+						t.Fatalf("a job on the rented card: %+v", o)
+					}
+				}
+				// The rental ends: the idle run comes at once and decides.
+				if err := e.st.EndAllocation(e.ctx, alloc.ID, e.clk.Now(), "stop"); err != nil {
+					t.Fatal(err)
+				}
+				e.tick()
+				jobs := e.openJobs()
+				if len(jobs) != 1 || jobs[0].Reason != gpurent.BenchRerun || !slices.Equal(jobs[0].GPUIDs, []string{gpu}) {
+					t.Fatalf("want the idle run of the flagged card: %+v", jobs)
+				}
+				e.run(jobs[0], map[string]float64{gpu: idle})
+				c := e.cert(gpu)
+				if idle == 1 {
+					if c.State != gpurent.CertPassed || c.PricePermille != 1000 || rec.count() != 0 {
+						t.Fatalf("a card only loaded by its renter, idle: %+v, %d incident events", c, rec.count())
+					}
+				} else if c.State != gpurent.CertDelisted || rec.count() != 1 {
+					t.Fatalf("a card slow for real, idle: %+v, %d incident events", c, rec.count())
+				}
+				if flags, err := e.st.ListIdleRunFlags(e.ctx, ""); err != nil || len(flags) != 0 {
+					t.Fatalf("flags after the idle run: %+v %v", flags, err)
+				}
+			})
+		}
 	}
 }

@@ -44,6 +44,16 @@ func (s *Service) Jobs(ctx context.Context, acc *gpurent.Account, f gpurent.Benc
 		if f.InstanceID == "" {
 			return nil, gpurent.Errorf(gpurent.CodeForbidden, "customers list the verify runs of one of their instances")
 		}
+		// Another account's instance, or none, is not found: the answer
+		// is the owner's alone (an empty list would say nothing either
+		// way, but the route is the owner's like every instance route).
+		in, err := s.store.InstanceByID(ctx, f.InstanceID)
+		if err != nil && !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return nil, err
+		}
+		if err != nil || in.AccountID != acc.ID {
+			return nil, gpurent.Errorf(gpurent.CodeNotFound, "instance %q not found", f.InstanceID)
+		}
 		f = gpurent.BenchJobFilter{InstanceID: f.InstanceID, AccountID: acc.ID, Limit: f.Limit}
 	}
 	if f.Limit <= 0 || f.Limit > 500 {

@@ -324,9 +324,8 @@ func (a *app) openCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out(cmd), l)
 			}
-			fmt.Fprintf(out(cmd), "%s\n(open it before %s; it then works in that browser for the session. Jupyter needs\n"+
-				"--ServerApp.base_url=/p/%s/%d/, TensorBoard --path_prefix=/p/%s/%d)\n", l.URL,
-				formatTime(l.ExpiresAt, a.env.Location), l.InstanceID, l.Port, l.InstanceID, l.Port)
+			fmt.Fprintf(out(cmd), "%s\n(open it before %s; it then works in that browser for the session. The app is at / of\n"+
+				"its own host name: no base URL or path prefix is needed)\n", l.URL, formatTime(l.ExpiresAt, a.env.Location))
 			return nil
 		},
 	}

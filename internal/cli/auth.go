@@ -10,6 +10,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/client"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 func (a *app) loginCmd() *cobra.Command {
@@ -178,7 +179,7 @@ func printAccount(cmd *cobra.Command, server string, acct apiv1.Account) error {
 	t.pair("Email", acct.Email)
 	t.pair("Name", acct.Name)
 	t.pair("Role", acct.Role)
-	t.pair("Balance", formatCNY(acct.BalanceFen))
+	t.pair("Balance", money.Format(acct.BalanceFen))
 	if acct.AcademicUntil != nil {
 		t.pair("Academic", "verified until "+acct.AcademicUntil.UTC().Format(time.DateOnly))
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/apiv1"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 	"github.com/gpurent/gpurent/internal/client"
 	"github.com/gpurent/gpurent/internal/transparency"
 )
@@ -629,13 +629,13 @@ func (a *app) certifyJudgeCmd() *cobra.Command {
 				defer f.Close()
 				in = f
 			}
-			recs, err := certify.ParseRecords(in)
+			recs, err := benchjudge.ParseRecords(in)
 			if err != nil {
 				return err
 			}
-			sums := certify.Summarize(recs)
-			medians := certify.FleetMedians(sums)
-			ref, err := certify.Reference()
+			sums := benchjudge.Summarize(recs)
+			medians := benchjudge.FleetMedians(sums)
+			ref, err := benchjudge.Reference()
 			if err != nil {
 				return err
 			}
@@ -643,7 +643,7 @@ func (a *app) certifyJudgeCmd() *cobra.Command {
 			tb := newTable(w, "GPU", "TYPE", "PROBE", "RUNS", "MEDIAN", "SPREAD", "VERDICT", "OF SPEC", "OF HEALTHY REF", "MAX °C", "MIN SM MHz", "THROTTLE")
 			for _, s := range sums {
 				spec, _ := ref.Type(s.Type)
-				v := certify.Judge(s, medians[s.TypeProbe], spec)
+				v := benchjudge.Judge(s, medians[s.TypeProbe], spec)
 				ofRef := "-"
 				if v.RefRatio > 0 {
 					ofRef = formatPercent(v.RefRatio)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/spf13/cobra"
 )
 
@@ -58,11 +59,11 @@ func (a *app) billCmd() *cobra.Command {
 			}
 			t := newTable(out(cmd), "INSTANCE", "NAME", "GPUS", "WINDOW", "HOURS", "RATE PER UNIT", "UNITS", "AMOUNT")
 			for _, l := range st.Lines {
-				rate := formatCNY(l.RateFen) + "/" + ratePer(l.Window)
+				rate := money.Format(l.RateFen) + "/" + ratePer(l.Window)
 				t.row(l.InstanceID, l.InstanceName, fmt.Sprintf("%d × %s", l.GPUs, l.GPUType), l.Window,
-					hours(l.Seconds), rate, strconv.FormatInt(l.Units, 10), formatCNY(l.Fen))
+					hours(l.Seconds), rate, strconv.FormatInt(l.Units, 10), money.Format(l.Fen))
 			}
-			t.row("", "", "", "", "", "", "total", formatCNY(st.TotalFen))
+			t.row("", "", "", "", "", "", "total", money.Format(st.TotalFen))
 			return t.flush()
 		},
 	}

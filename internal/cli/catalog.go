@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 func (a *app) gpusCmd() *cobra.Command {
@@ -83,10 +84,10 @@ func printGPUTypes(cmd *cobra.Command, types []apiv1.GPUType) error {
 			nvlink, p2p,
 			fmt.Sprintf("%d/%d", g.Free, g.Total),
 			degraded,
-			formatCNY(g.Prices.HourlyFen),
-			formatCNY(g.Prices.DailyFen),
-			formatCNY(g.Prices.WeeklyFen),
-			formatCNY(g.Prices.MonthlyFen),
+			money.Format(g.Prices.HourlyFen),
+			money.Format(g.Prices.DailyFen),
+			money.Format(g.Prices.WeeklyFen),
+			money.Format(g.Prices.MonthlyFen),
 			orDash(strings.Join(zones, ", ")),
 		)
 	}

@@ -300,7 +300,7 @@ func TestTablesAndJSON(t *testing.T) {
 			[]string{"ins-new", "pending", "2 × h100-80g-sxm"}, newInst},
 		{"stop", []string{"stop", "ins-1"}, []string{"ID", "NAME", "STATE", "ins-1", "train", "stopping"}, stopped},
 		{"start", []string{"start", "ins-1"}, []string{"ins-1", "pending"}, started},
-		{"rm", []string{"rm", "ins-1"}, []string{"ins-1", "deleting"}, deleting},
+		{"rm", []string{"rm", "ins-1", "--yes"}, []string{"ins-1", "deleting"}, deleting},
 		{"hosts", []string{"hosts"}, []string{
 			"ID", "ZONE", "STATE", "RUNTIME", "GPUS FREE/TOTAL", "LAST SEEN",
 			"host-1", "gpu-01", "ready", "docker", "1/2", "42s ago",
@@ -529,7 +529,7 @@ func TestActionsOnSeveralIDs(t *testing.T) {
 	f.states["ins-1"] = []string{"deleting", "deleted"}
 	f.states["ins-2"] = []string{"gone"}
 	f.mu.Unlock()
-	r := h.run("", "rm", "ins-1", "nope", "ins-2", "--wait")
+	r := h.run("", "rm", "ins-1", "nope", "ins-2", "--wait", "--yes")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1", r.code)
 	}
@@ -576,7 +576,7 @@ func TestRmWaitTreatsNotFoundAsDeleted(t *testing.T) {
 	f.mu.Lock()
 	f.states["ins-1"] = []string{"deleting", "gone"}
 	f.mu.Unlock()
-	r := h.run("", "rm", "ins-1", "--wait")
+	r := h.run("", "rm", "ins-1", "--wait", "-y")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}

@@ -91,6 +91,8 @@ type fakeAPI struct {
 	// dropCreates is how many POST /instances to answer by closing the
 	// connection, a network error.
 	dropCreates int
+	// override, when set, is an extra instance GET /instances/{id} knows.
+	override *apiv1.Instance
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
@@ -197,6 +199,30 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	mux.HandleFunc("POST /api/v1/instances/{id}/stop", instanceAction("stopping", 200))
 	mux.HandleFunc("POST /api/v1/instances/{id}/start", instanceAction("pending", 200))
 	mux.HandleFunc("DELETE /api/v1/instances/{id}", instanceAction("deleting", 202))
+	mux.HandleFunc("PUT /api/v1/instances/{id}/startup", f.authed(func(w http.ResponseWriter, r *http.Request) {
+		inst, ok := f.instance(r.PathValue("id"))
+		if !ok {
+			problem(w, 404, "not_found", "instance "+r.PathValue("id")+" not found")
+			return
+		}
+		var req apiv1.SetStartupRequest
+		_ = json.Unmarshal(f.body(r), &req)
+		inst.StartupCommand = req.StartupCommand
+		msg := "startup command: the image's own entrypoint and command; it applies at the next start"
+		if req.StartupCommand != nil {
+			msg = "startup command: \"" + *req.StartupCommand + "\"; it applies at the next start"
+		}
+		reply(w, 200, apiv1.SetStartupResult{Instance: inst, Applies: "next_start", Message: msg})
+	}))
+	mux.HandleFunc("GET /api/v1/instances/{id}/logs", f.authed(func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") != "ins-1" {
+			problem(w, 409, "conflict", "instance "+r.PathValue("id")+" is failed: its logs are read from its host while it runs")
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, "epoch 1\nepoch 2\n")
+	}))
 	mux.HandleFunc("GET /api/v1/hosts", f.authed(func(w http.ResponseWriter, r *http.Request) { reply(w, 200, fxHosts) }))
 	hostAction := func(state string) http.HandlerFunc {
 		return f.authed(func(w http.ResponseWriter, r *http.Request) {
@@ -256,6 +282,11 @@ func (f *fakeAPI) instance(id string) (apiv1.Instance, bool) {
 		inst := fxRunning
 		inst.ID, inst.Events = "ins-new", nil
 		return inst, true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.override != nil && f.override.ID == id {
+		return *f.override, true
 	}
 	return apiv1.Instance{}, false
 }

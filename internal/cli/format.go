@@ -10,30 +10,6 @@ import (
 	"time"
 )
 
-// formatCNY renders fen as yuan with integer arithmetic: 1234 → "¥12.34",
-// 123456789 → "¥1,234,567.89", -5 → "-¥0.05".
-func formatCNY(fen int64) string {
-	sign := ""
-	u := uint64(fen)
-	if fen < 0 {
-		sign = "-"
-		u = -u // two's complement: exact even for math.MinInt64
-	}
-	yuan, cents := u/100, u%100
-	digits := strconv.FormatUint(yuan, 10)
-	var b strings.Builder
-	b.WriteString(sign)
-	b.WriteString("¥")
-	for i, d := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	fmt.Fprintf(&b, ".%02d", cents)
-	return b.String()
-}
-
 // formatTFLOPS renders a spec figure; zero means the card lacks it.
 func formatTFLOPS(v float64) string {
 	if v == 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/client"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // This file holds the GPU health commands: a customer's incidents and
@@ -58,7 +59,7 @@ func (a *app) printInstanceIncidents(w io.Writer, rep apiv1.InstanceIncidents) e
 	p.pair("Instance", rep.InstanceID)
 	p.pair("Month", "since "+formatTime(rep.MonthStart, a.env.Location))
 	p.pair("Availability", rep.Availability+" of the time it was meant to run (a degraded GPU counts as down)")
-	p.pair("SLA credits", formatCNY(rep.CreditsFen))
+	p.pair("SLA credits", money.Format(rep.CreditsFen))
 	if err := p.flush(); err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (a *app) printIncident(w io.Writer, in apiv1.Incident) {
 	p.pair("  Class", in.Class)
 	p.pair("  When", a.incidentSpan(in))
 	if in.CreditFen > 0 {
-		p.pair("  Credit", formatCNY(in.CreditFen))
+		p.pair("  Credit", money.Format(in.CreditFen))
 	}
 	_ = p.flush()
 	if len(in.Entries) == 0 {
@@ -116,7 +117,7 @@ func (a *app) printIncidentList(w io.Writer, list []apiv1.Incident) error {
 		}
 		credit := "-"
 		if in.CreditFen > 0 {
-			credit = formatCNY(in.CreditFen)
+			credit = money.Format(in.CreditFen)
 		}
 		t.row(in.ID, orDash(in.InstanceID), formatTime(in.StartedAt, a.env.Location), dur, in.State,
 			attributionLabel(in.Attribution), credit, in.Cause)

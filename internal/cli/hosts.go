@@ -35,13 +35,14 @@ func (a *app) hostsCmd() *cobra.Command {
 	}
 	cn.addFlags(cmd, true)
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every GPU with its health and holder")
+	cmd.AddCommand(a.joinTokenCmd(), a.hostResetCmd())
 	return cmd
 }
 
 func (a *app) printHosts(cmd *cobra.Command, hosts []apiv1.Host, verbose bool) error {
 	w := out(cmd)
 	if len(hosts) == 0 {
-		fmt.Fprintln(w, "No hosts have registered. Start one with: gpurent agent")
+		fmt.Fprintln(w, "No hosts have registered. Make a join token with `gpurent hosts join-token create --zone ZONE`, then start `gpurent agent` on the host")
 		return nil
 	}
 	now := a.env.Now()

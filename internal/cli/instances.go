@@ -32,14 +32,15 @@ func (a *app) rentCmd() *cobra.Command {
 	var cn conn
 	var wf waitFlags
 	var req apiv1.CreateInstanceRequest
-	var key string
+	var key, startup string
 	cmd := &cobra.Command{
 		Use:   "rent --gpu TYPE --image IMAGE [--count N]",
 		Short: "Rent GPUs: create an instance",
 		Example: "  gpurent rent --gpu h100-80g-sxm --count 8 --image pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime --wait\n" +
 			"  gpurent rent --gpu rtx4090-24g --image ubuntu:24.04 --plan daily --zone cd-tianfu-a --volume-gib 200\n" +
 			"  gpurent rent --gpu a100-80g-sxm --no-gpu --image ubuntu:24.04   # CPU only, 0.10 CNY/h, to prepare data\n" +
-			"  gpurent rent --gpu h100-80g-sxm --count 2 --degraded --image ubuntu:24.04   # slower cards at a lower price (see `gpurent gpus`)",
+			"  gpurent rent --gpu h100-80g-sxm --count 2 --degraded --image ubuntu:24.04   # slower cards at a lower price (see `gpurent gpus`)\n" +
+			"  gpurent rent --gpu rtx4090-24g --image ubuntu:24.04 --cmd 'python -m http.server 8888'   # the instance stays up when it exits",
 		Args: argsError(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := cn.json()
@@ -48,6 +49,9 @@ func (a *app) rentCmd() *cobra.Command {
 			}
 			if req.GPUType == "" || req.Image == "" {
 				return usageError{err: errors.New("--gpu and --image are required (see `gpurent gpus` for the types)")}
+			}
+			if cmd.Flags().Changed("cmd") {
+				req.StartupCommand = &startup // '' is none, unlike leaving --cmd out
 			}
 			if req.NoGPU {
 				if cmd.Flags().Changed("count") {
@@ -91,7 +95,8 @@ func (a *app) rentCmd() *cobra.Command {
 	f.IntVar(&req.GPUCount, "count", 1, "number of GPUs")
 	f.BoolVar(&req.NoGPU, "no-gpu", false, "no-GPU mode: no GPUs, CPU and memory only, at the token price (hourly plan)")
 	f.BoolVar(&req.Degraded, "degraded", false, "rent only GPUs listed as degraded: slower than their type's fleet median, billed at a share of the list price scaled by their measured speed (hourly plan; `gpurent gpus` shows what is free)")
-	f.StringVar(&req.Image, "image", "", "container image (required)")
+	f.StringVar(&req.Image, "image", "", "container image: a name from `gpurent images` (the operator's catalog) or an image reference (required)")
+	f.StringVar(&startup, "cmd", "", "startup command, a shell line run with /bin/sh -c when the instance starts ('' runs none; default: the image's own entrypoint and command); the instance keeps running when it exits")
 	f.StringVar(&req.Name, "name", "", "instance name (default: chosen by the server)")
 	f.StringVar(&req.Zone, "zone", "", "zone (default: any)")
 	f.StringVar(&req.Plan, "plan", "", "billing plan: hourly, daily, weekly or monthly (default hourly)")
@@ -199,6 +204,10 @@ func (a *app) printInstance(cmd *cobra.Command, in apiv1.Instance) error {
 	}
 	p.pair("State", state)
 	p.pair("Image", in.Image)
+	p.pair("Startup command", startupLabel(in.StartupCommand))
+	if in.Startup != nil {
+		p.pair("", startupStatusLine(in.Startup))
+	}
 	p.pair("GPUs", gpuSummary(in))
 	for _, g := range in.GPUs {
 		p.pair("", g)
@@ -268,6 +277,9 @@ type instanceAction struct {
 	call             func(c *client.Client, ctx context.Context, id string) (apiv1.Instance, error)
 	until            func(apiv1.Instance) (bool, error)
 	waitWhat         string
+	// confirm asks before acting on an instance that holds a data volume
+	// (rm deletes it), unless --yes.
+	confirm bool
 }
 
 func (a *app) stopCmd() *cobra.Command {
@@ -280,13 +292,14 @@ func (a *app) stopCmd() *cobra.Command {
 func (a *app) rmCmd() *cobra.Command {
 	return a.actionCmd(instanceAction{
 		use: "rm ID...", short: "Delete instances and their volumes", done: "deleted",
-		call: (*client.Client).DeleteInstance, until: untilDeleted, waitWhat: "deleted",
+		call: (*client.Client).DeleteInstance, until: untilDeleted, waitWhat: "deleted", confirm: true,
 	})
 }
 
 func (a *app) actionCmd(act instanceAction) *cobra.Command {
 	var cn conn
 	var wf waitFlags
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   act.use,
 		Short: act.short,
@@ -295,6 +308,11 @@ func (a *app) actionCmd(act instanceAction) *cobra.Command {
 			c, asJSON, err := a.connectFor(cmd, &cn)
 			if err != nil {
 				return err
+			}
+			if act.confirm && !yes {
+				if ids, err = confirmEach(cmd, c, ids); err != nil {
+					return err
+				}
 			}
 			return actOnEach(a, cmd, ids, wf, asJSON, act.done, act.waitWhat,
 				func(id string) (apiv1.Instance, error) { return act.call(c, cmd.Context(), id) },
@@ -309,7 +327,40 @@ func (a *app) actionCmd(act instanceAction) *cobra.Command {
 	}
 	cn.addFlags(cmd, true)
 	wf.add(cmd, act.waitWhat)
+	if act.confirm {
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (needed when standard input is not a terminal)")
+	}
 	return cmd
+}
+
+// confirmEach asks for each instance that holds a data volume whether to
+// delete it (on a terminal; without one it refuses), and answers the ids
+// to go on with. An id it cannot read is kept: the action reports it.
+func confirmEach(cmd *cobra.Command, c *client.Client, ids []string) ([]string, error) {
+	in := newInput(cmd)
+	keep := make([]string, 0, len(ids))
+	declined := 0
+	for _, id := range ids {
+		inst, err := c.GetInstance(cmd.Context(), id)
+		if err != nil || inst.Volume == nil || inst.State == "deleting" || inst.State == "deleted" {
+			keep = append(keep, id)
+			continue
+		}
+		ok, err := confirmDelete(in, inst)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: kept (not confirmed)\n", id)
+			declined++
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if len(keep) == 0 {
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "nothing deleted: %d not confirmed", declined)
+	}
+	return keep, nil
 }
 
 // actOnEach asks call for every id first, so that they all progress on the

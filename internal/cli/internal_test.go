@@ -1,31 +1,11 @@
 package cli
 
 import (
-	"math"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 )
-
-func TestFormatCNY(t *testing.T) {
-	for fen, want := range map[int64]string{
-		0:             "¥0.00",
-		5:             "¥0.05",
-		1234:          "¥12.34",
-		100000:        "¥1,000.00",
-		99999999:      "¥999,999.99",
-		123456789:     "¥1,234,567.89",
-		-5:            "-¥0.05",
-		-123456:       "-¥1,234.56",
-		math.MaxInt64: "¥92,233,720,368,547,758.07",
-		math.MinInt64: "-¥92,233,720,368,547,758.08",
-	} {
-		if got := formatCNY(fen); got != want {
-			t.Errorf("formatCNY(%d) = %q, want %q", fen, got, want)
-		}
-	}
-}
 
 func TestFormatAgo(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)

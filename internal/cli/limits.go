@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 func (a *app) walletLimitsCmd() *cobra.Command {
@@ -31,12 +32,12 @@ func (a *app) walletLimitsCmd() *cobra.Command {
 				}
 				req := apiv1.SetSpendLimitsRequest{DailyFen: cur.DailyFen, MonthlyFen: cur.MonthlyFen, StopRunning: cur.StopRunning}
 				if cmd.Flags().Changed("daily") {
-					if req.DailyFen, err = parseCNY(daily); err != nil {
+					if req.DailyFen, err = money.Parse(daily); err != nil {
 						return usageError{err: fmt.Errorf("--daily: %w", err)}
 					}
 				}
 				if cmd.Flags().Changed("monthly") {
-					if req.MonthlyFen, err = parseCNY(monthly); err != nil {
+					if req.MonthlyFen, err = money.Parse(monthly); err != nil {
 						return usageError{err: fmt.Errorf("--monthly: %w", err)}
 					}
 				}
@@ -56,11 +57,11 @@ func (a *app) walletLimitsCmd() *cobra.Command {
 				if fen == 0 {
 					return "none"
 				}
-				return formatCNY(fen)
+				return money.Format(fen)
 			}
 			p := newPairs(out(cmd))
-			p.pair("Daily limit", capText(l.DailyFen)+", spent today "+formatCNY(l.SpentTodayFen))
-			p.pair("Monthly limit", capText(l.MonthlyFen)+", spent this month "+formatCNY(l.SpentMonthFen))
+			p.pair("Daily limit", capText(l.DailyFen)+", spent today "+money.Format(l.SpentTodayFen))
+			p.pair("Monthly limit", capText(l.MonthlyFen)+", spent this month "+money.Format(l.SpentMonthFen))
 			when := "new rentals are refused; running instances go on"
 			if l.StopRunning {
 				when = "new rentals are refused and running instances are stopped"

@@ -13,6 +13,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/client"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // This file holds the commands that move an instance to other GPUs:
@@ -208,14 +209,14 @@ func (a *app) printUpgradePlan(w io.Writer, p apiv1.UpgradePlan) error {
 	p2.pair("Instance", p.InstanceID)
 	p2.pair("From", shapeLine(p.From))
 	p2.pair("To", shapeLine(p.To))
-	diff := formatCNY(p.DifferencePerHour.ApplicableFen)
+	diff := money.Format(p.DifferencePerHour.ApplicableFen)
 	if p.DifferencePerHour.ApplicableFen > 0 {
 		diff = "+" + diff
 	}
 	p2.pair("Difference", diff+"/h")
 	prices := "list prices"
 	if p.AcademicApplies {
-		prices = fmt.Sprintf("academic prices (list: %s/h → %s/h)", formatCNY(p.From.PricePerHour.ListFen), formatCNY(p.To.PricePerHour.ListFen))
+		prices = fmt.Sprintf("academic prices (list: %s/h → %s/h)", money.Format(p.From.PricePerHour.ListFen), money.Format(p.To.PricePerHour.ListFen))
 	}
 	p2.pair("Prices", fmt.Sprintf("%s, for the hour from %s (off-peak hours cost less)", prices, formatTime(p.PricedAt, a.env.Location)))
 	switch {
@@ -240,7 +241,7 @@ func (a *app) printUpgradePlan(w io.Writer, p apiv1.UpgradePlan) error {
 // shapeLine is a shape with its resources and what it costs the caller.
 func shapeLine(s apiv1.UpgradeShape) string {
 	return fmt.Sprintf("%s, %s, %s memory, %s/h", shapeText(s.GPUType, s.GPUCount), formatMilliCPU(s.CPUMilli),
-		formatMiB(s.MemoryMiB), formatCNY(s.PricePerHour.ApplicableFen))
+		formatMiB(s.MemoryMiB), money.Format(s.PricePerHour.ApplicableFen))
 }
 
 // shapeText names count GPUs of a type, or no-GPU mode.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +39,7 @@ func (a *app) planCmd() *cobra.Command {
 				if ch := res.Change; ch != nil {
 					if ch.State == "applied" {
 						fmt.Fprintf(w, "%s is on the %s plan from %s; charged %s for the first period.\n", ids[0], ch.To,
-							formatTime(ch.EffectiveAt, a.env.Location), formatCNY(res.ChargedFen))
+							formatTime(ch.EffectiveAt, a.env.Location), money.Format(res.ChargedFen))
 					} else {
 						fmt.Fprintf(w, "%s changes from %s to %s at %s, when the paid period ends.\n", ids[0], ch.From, ch.To,
 							formatTime(ch.EffectiveAt, a.env.Location))

@@ -14,6 +14,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/apiv1"
 	"github.com/gpurent/gpurent/internal/client"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 func (a *app) priceCmd() *cobra.Command {
@@ -106,16 +107,16 @@ func (a *app) printQuote(cmd *cobra.Command, q apiv1.Quote) error {
 		fmt.Fprintln(w, title)
 		t := newTable(w, "  WINDOW", "HOURS", "RATE/UNIT-HOUR", "UNITS", "AMOUNT")
 		for _, l := range p.Lines {
-			t.row("  "+l.Window, l.Hours, formatCNY(l.RateFen), strconv.FormatInt(l.Units, 10), formatCNY(l.Fen))
+			t.row("  "+l.Window, l.Hours, money.Format(l.RateFen), strconv.FormatInt(l.Units, 10), money.Format(l.Fen))
 		}
-		t.row("  total, by the second", "", "", "", formatCNY(p.HourlyFen))
+		t.row("  total, by the second", "", "", "", money.Format(p.HourlyFen))
 		for _, pk := range p.Packages {
-			t.row(fmt.Sprintf("  or %d × %s package", pk.Periods, pk.Plan), "", formatCNY(pk.UnitFen)+"/GPU", "", formatCNY(pk.TotalFen))
+			t.row(fmt.Sprintf("  or %d × %s package", pk.Periods, pk.Plan), "", money.Format(pk.UnitFen)+"/GPU", "", money.Format(pk.TotalFen))
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "  cheapest: %s, %s\n\n", p.CheapestPlan, formatCNY(p.CheapestFen))
+		fmt.Fprintf(w, "  cheapest: %s, %s\n\n", p.CheapestPlan, money.Format(p.CheapestFen))
 		return nil
 	}
 	if err := printPlan("List prices:", q.List); err != nil {
@@ -190,8 +191,8 @@ func printPrices(cmd *cobra.Command, list apiv1.PriceVersionList) error {
 		t := newTable(w, "  GPU TYPE", "PEAK/H", "OFF-PEAK/H", "ACADEMIC/H", "DAILY", "WEEKLY", "MONTHLY", "NO-GPU/H")
 		for _, id := range ids {
 			p := d.Types[id]
-			t.row("  "+id, formatCNY(p["peak_fen"]), formatCNY(p["off_peak_fen"]), formatCNY(p["academic_peak_fen"]),
-				formatCNY(p["daily_fen"]), formatCNY(p["weekly_fen"]), formatCNY(p["monthly_fen"]), formatCNY(p["no_gpu_fen"]))
+			t.row("  "+id, money.Format(p["peak_fen"]), money.Format(p["off_peak_fen"]), money.Format(p["academic_peak_fen"]),
+				money.Format(p["daily_fen"]), money.Format(p["weekly_fen"]), money.Format(p["monthly_fen"]), money.Format(p["no_gpu_fen"]))
 		}
 		if err := t.flush(); err != nil {
 			return err

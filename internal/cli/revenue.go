@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/spf13/cobra"
 )
 
@@ -29,7 +30,7 @@ func (a *app) revenueCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out(cmd), rev)
 			}
-			fmt.Fprintf(out(cmd), "Revenue %s to %s (%s, to exclusive): %s\n\n", rev.From, rev.To, rev.TimeZone, formatCNY(rev.TotalFen))
+			fmt.Fprintf(out(cmd), "Revenue %s to %s (%s, to exclusive): %s\n\n", rev.From, rev.To, rev.TimeZone, money.Format(rev.TotalFen))
 			types := make([]string, 0, len(rev.ByType))
 			for t := range rev.ByType {
 				types = append(types, t)
@@ -38,15 +39,15 @@ func (a *app) revenueCmd() *cobra.Command {
 			header := append([]string{"DAY", "TOTAL"}, upper(types)...)
 			t := newTable(out(cmd), header...)
 			for _, d := range rev.Days {
-				row := []string{d.Day, formatCNY(d.TotalFen)}
+				row := []string{d.Day, money.Format(d.TotalFen)}
 				for _, typ := range types {
-					row = append(row, formatCNY(d.ByType[typ]))
+					row = append(row, money.Format(d.ByType[typ]))
 				}
 				t.row(row...)
 			}
-			row := []string{"all", formatCNY(rev.TotalFen)}
+			row := []string{"all", money.Format(rev.TotalFen)}
 			for _, typ := range types {
-				row = append(row, formatCNY(rev.ByType[typ]))
+				row = append(row, money.Format(rev.ByType[typ]))
 			}
 			t.row(row...)
 			return t.flush()

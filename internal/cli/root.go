@@ -117,7 +117,7 @@ func NewRootWith(env Env, extra ...*cobra.Command) *cobra.Command {
 		}
 	}
 	add("account", a.loginCmd(), a.logoutCmd(), a.whoamiCmd(), a.registerCmd(), a.tokenCmd(), a.academicCmd(), a.walletCmd(), a.voucherCmd(), a.sshKeyCmd())
-	add("rent", a.gpusCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(),
+	add("rent", a.gpusCmd(), a.imagesCmd(), a.zonesCmd(), a.priceCmd(), a.pricesCmd(), a.billCmd(), a.rentCmd(), a.lsCmd(), a.showCmd(), a.logsCmd(), a.setCmdCmd(),
 		a.stopCmd(), a.startCmd(), a.rmCmd(), a.upgradeCmd(), a.migrateCmd(), a.operationsCmd(), a.queueCmd(), a.planCmd(), a.sshCmd(), a.portForwardCmd(), a.openCmd(), a.sessionsCmd(),
 		a.incidentsCmd(), a.failoverCmd(), a.slaCmd(), a.verifyCmd(), a.transparencyCmd())
 	add("operator", a.hostsCmd(), a.cordonCmd(), a.uncordonCmd(), a.drainCmd(), a.creditCmd(), a.paymentCmd(), a.revenueCmd(),

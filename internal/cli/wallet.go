@@ -9,32 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/apiv1"
+	"github.com/gpurent/gpurent/internal/money"
 )
-
-// parseCNY reads an amount of yuan as a person types it — "100", "99.5",
-// "1,000.00", "¥20" — into fen, exactly (no floats). At most two decimals.
-func parseCNY(s string) (int64, error) {
-	bad := fmt.Errorf("amount %q is not a number of yuan like 100 or 99.50", s)
-	t := strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(s), ",", ""), "¥")
-	whole, frac, hasFrac := strings.Cut(t, ".")
-	if whole == "" || len(frac) > 2 || (hasFrac && frac == "") {
-		return 0, bad
-	}
-	for _, r := range whole + frac {
-		if r < '0' || r > '9' {
-			return 0, bad
-		}
-	}
-	yuan, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || yuan > 1<<40 {
-		return 0, bad
-	}
-	cents := int64(0)
-	if frac != "" {
-		cents, _ = strconv.ParseInt((frac + "0")[:2], 10, 64)
-	}
-	return yuan*100 + cents, nil
-}
 
 // formatRunway renders seconds of runway: "3d 4h", "2h 05m", "12m 30s".
 func formatRunway(r *int64) string {
@@ -81,15 +57,15 @@ func (a *app) walletCmd() *cobra.Command {
 func (a *app) printWallet(cmd *cobra.Command, wl apiv1.Wallet) error {
 	w := out(cmd)
 	p := newPairs(w)
-	p.pair("Spendable", formatCNY(wl.SpendableFen))
-	p.pair("Cash", formatCNY(wl.CashFen))
-	p.pair("Credit", formatCNY(wl.CreditFen))
-	arrears := formatCNY(wl.ArrearsFen)
+	p.pair("Spendable", money.Format(wl.SpendableFen))
+	p.pair("Cash", money.Format(wl.CashFen))
+	p.pair("Credit", money.Format(wl.CreditFen))
+	arrears := money.Format(wl.ArrearsFen)
 	if wl.ArrearsFen > 0 {
 		arrears += " (no instance can start until this is paid)"
 	}
 	p.pair("Arrears", arrears)
-	p.pair("Burn rate", fmt.Sprintf("%s/h (%d running)", formatCNY(wl.BurnFenPerHour), wl.RunningInstances))
+	p.pair("Burn rate", fmt.Sprintf("%s/h (%d running)", money.Format(wl.BurnFenPerHour), wl.RunningInstances))
 	p.pair("Runway", formatRunway(wl.RunwaySeconds))
 	if err := p.flush(); err != nil {
 		return err
@@ -100,7 +76,7 @@ func (a *app) printWallet(cmd *cobra.Command, wl apiv1.Wallet) error {
 	fmt.Fprintln(w)
 	t := newTable(w, "CREDIT", "KIND", "LEFT", "EXPIRES")
 	for _, l := range wl.Credits {
-		t.row(l.ID, l.Kind, formatCNY(l.BalanceFen), formatTime(l.ExpiresAt, a.env.Location))
+		t.row(l.ID, l.Kind, money.Format(l.BalanceFen), formatTime(l.ExpiresAt, a.env.Location))
 	}
 	return t.flush()
 }
@@ -139,12 +115,12 @@ func (a *app) walletHistoryCmd() *cobra.Command {
 				case e.Credit != "":
 					what += " " + e.Credit
 				}
-				change := formatCNY(e.NetFen)
+				change := money.Format(e.NetFen)
 				if e.NetFen > 0 {
 					change = "+" + change
 				}
 				t.row(strconv.FormatInt(e.Seq, 10), formatTime(e.At, a.env.Location), what,
-					formatCNY(e.AmountFen), change, orDash(e.Note))
+					money.Format(e.AmountFen), change, orDash(e.Note))
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -173,7 +149,7 @@ func (a *app) walletTopUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fen, err := parseCNY(args[0])
+			fen, err := money.Parse(args[0])
 			if err != nil {
 				return usageError{err: err}
 			}
@@ -190,7 +166,7 @@ func (a *app) walletTopUpCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out(cmd), "Payment %s of %s started with %s.\nPay: %s\n"+
 				"Your wallet is credited when %s confirms the payment.\n",
-				p.PaymentID, formatCNY(p.AmountFen), p.Provider, p.PayURL, p.Provider)
+				p.PaymentID, money.Format(p.AmountFen), p.Provider, p.PayURL, p.Provider)
 			return nil
 		},
 	}
@@ -235,10 +211,10 @@ func (a *app) voucherRedeemCmd() *cobra.Command {
 			}
 			if r.Kind == "promo" && r.Entry.ExpiresAt != nil {
 				fmt.Fprintf(w, "Redeemed %s: %s of promo credit, usable until %s.\n", r.Code,
-					formatCNY(r.AmountFen), formatTime(*r.Entry.ExpiresAt, a.env.Location))
+					money.Format(r.AmountFen), formatTime(*r.Entry.ExpiresAt, a.env.Location))
 				return nil
 			}
-			fmt.Fprintf(w, "Redeemed %s: %s added to your cash balance.\n", r.Code, formatCNY(r.AmountFen))
+			fmt.Fprintf(w, "Redeemed %s: %s added to your cash balance.\n", r.Code, money.Format(r.AmountFen))
 			return nil
 		},
 	}
@@ -277,7 +253,7 @@ func (a *app) voucherCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fen, err := parseCNY(args[0])
+			fen, err := money.Parse(args[0])
 			if err != nil {
 				return usageError{err: err}
 			}
@@ -307,7 +283,7 @@ func (a *app) voucherCreateCmd() *cobra.Command {
 			p := newPairs(out(cmd))
 			p.pair("Code", v.Code)
 			p.pair("Kind", v.Kind)
-			p.pair("Amount", formatCNY(v.AmountFen))
+			p.pair("Amount", money.Format(v.AmountFen))
 			p.pair("Expires", formatTime(v.ExpiresAt, a.env.Location))
 			p.pair("Redemptions", fmt.Sprintf("up to %d", v.MaxRedemptions))
 			return p.flush()
@@ -332,7 +308,7 @@ func (a *app) creditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fen, err := parseCNY(args[1])
+			fen, err := money.Parse(args[1])
 			if err != nil {
 				return usageError{err: err}
 			}
@@ -350,7 +326,7 @@ func (a *app) creditCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out(cmd), e)
 			}
-			fmt.Fprintf(out(cmd), "Credited %s to %s (ledger entry %d).\n", formatCNY(e.AmountFen), args[0], e.Seq)
+			fmt.Fprintf(out(cmd), "Credited %s to %s (ledger entry %d).\n", money.Format(e.AmountFen), args[0], e.Seq)
 			return nil
 		},
 	}
@@ -373,7 +349,7 @@ func (a *app) paymentCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fen, err := parseCNY(args[2])
+			fen, err := money.Parse(args[2])
 			if err != nil {
 				return usageError{err: err}
 			}
@@ -393,7 +369,7 @@ func (a *app) paymentCmd() *cobra.Command {
 				again = " (it was settled before; nothing changed)"
 			}
 			fmt.Fprintf(out(cmd), "Payment %s/%s of %s is %s%s.\n", res.Payment.Provider, res.Payment.PaymentID,
-				formatCNY(res.Payment.AmountFen), res.Payment.State, again)
+				money.Format(res.Payment.AmountFen), res.Payment.State, again)
 			return nil
 		},
 	}

@@ -256,3 +256,37 @@ func (c *Client) SettlePayment(ctx context.Context, provider, paymentID string, 
 		path: "/api/v1/payments/" + url.PathEscape(provider) + "/" + url.PathEscape(paymentID) + "/settle", body: req}, &out)
 	return out, err
 }
+
+// CreateJoinToken makes a one-time join token for one host (operators); the
+// answer holds its secret, shown this once.
+func (c *Client) CreateJoinToken(ctx context.Context, req apiv1.CreateJoinTokenRequest) (apiv1.CreatedJoinToken, error) {
+	var out apiv1.CreatedJoinToken
+	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/join-tokens", body: req, want: []int{http.StatusCreated}}, &out)
+	return out, err
+}
+
+// JoinTokens lists the join tokens, newest first, without secrets.
+func (c *Client) JoinTokens(ctx context.Context) (apiv1.JoinTokenList, error) {
+	var out apiv1.JoinTokenList
+	err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/join-tokens"}, &out)
+	return out, err
+}
+
+// RevokeJoinToken revokes an unused join token.
+func (c *Client) RevokeJoinToken(ctx context.Context, id string) error {
+	if id == "" {
+		return gpurent.Errorf(gpurent.CodeInvalid, "a join token id is required")
+	}
+	return c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/join-tokens/" + url.PathEscape(id), want: []int{http.StatusNoContent}}, nil)
+}
+
+// ResetHost invalidates a host's agent credential and answers the join
+// token that re-registers it (its secret shown this once).
+func (c *Client) ResetHost(ctx context.Context, id string, req apiv1.HostResetRequest) (apiv1.HostReset, error) {
+	var out apiv1.HostReset
+	if id == "" {
+		return out, gpurent.Errorf(gpurent.CodeInvalid, "a host id is required")
+	}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/hosts/" + url.PathEscape(id) + "/reset", body: req}, &out)
+	return out, err
+}

@@ -43,10 +43,11 @@
 //
 // The receiver rebuilds each file into a temporary file in the same
 // directory, sets owner, xattrs, mode and mtime, fsyncs it and renames it over
-// the old one; directories whose entries changed are fsynced at the end. All
-// file types are kept: regular files, directories, symlinks, hard links
-// within the tree, FIFOs, sockets, character and block devices (an overlayfs
-// whiteout is a character device 0/0), and the xattrs user.*, trusted.* (for
+// the old one; directories whose entries changed are fsynced at the end.
+// These file types are kept: regular files, directories, symlinks, hard links
+// within the tree, FIFOs, sockets and overlayfs whiteouts (character device
+// 0/0); other device nodes are refused (the receiver runs as root on the
+// host) and counted in Stats.DevicesSkipped; and the xattrs user.*, trusted.* (for
 // overlayfs: trusted.overlay.opaque and friends), security.capability and
 // POSIX ACLs. Xattrs the destination filesystem refuses are counted in
 // Stats.XattrsSkipped.

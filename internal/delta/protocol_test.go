@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpurent/gpurent"
 )
 
@@ -22,7 +24,7 @@ type frame struct {
 
 // fakeSender plays a hand-written sender against Receive and returns the
 // receiver's error and the first message it answered after the hello.
-func fakeSender(t *testing.T, dst string, frames []frame) (error, byte) {
+func fakeSender(t *testing.T, dst string, frames []frame) (byte, error) {
 	t.Helper()
 	a, b := net.Pipe()
 	defer a.Close()
@@ -58,7 +60,7 @@ func fakeSender(t *testing.T, dst string, frames []frame) (error, byte) {
 	w.flush()
 	err := <-errc
 	a.Close()
-	return err, <-got
+	return <-got, err
 }
 
 func entryFrame(x entry) frame { return frame{msgEntry, encodeEntry(nil, &x)} }
@@ -83,7 +85,7 @@ func TestRefusesEscapes(t *testing.T) {
 				entryFrame(entry{Path: "link", Kind: KindSymlink, Target: "/etc", LinkTo: -1}),
 				entryFrame(x),
 				{msgListEnd, encodeListEnd(0)}}
-			err, answer := fakeSender(t, dst, frames)
+			answer, err := fakeSender(t, dst, frames)
 			if !gpurent.IsCode(err, gpurent.CodeInvalid) || !strings.Contains(err.Error(), "refused") && !strings.Contains(err.Error(), "malformed") {
 				t.Fatalf("want an invalid error, got %v", err)
 			}
@@ -148,7 +150,7 @@ func TestMalformedStreams(t *testing.T) {
 	}
 	for name, frames := range cases {
 		t.Run(name, func(t *testing.T) {
-			err, _ := fakeSender(t, t.TempDir(), frames)
+			_, err := fakeSender(t, t.TempDir(), frames)
 			if !gpurent.IsCode(err, gpurent.CodeInvalid) {
 				t.Fatalf("want invalid, got %v", err)
 			}
@@ -274,6 +276,19 @@ func FuzzReceive(f *testing.F) {
 	w.write(msgDeltaEnd, nil)
 	w.flush()
 	f.Add(seed.Bytes())
+	// Device nodes and a whiteout.
+	var dev bytes.Buffer
+	w = newFrameWriter(&dev)
+	w.write(msgHello, encodeHello())
+	for _, x := range []entry{rootEntry(), {Path: "disk", Kind: KindBlockDev, Perm: 0o600, Rdev: unix.Mkdev(7, 0), LinkTo: -1},
+		{Path: "mem", Kind: KindCharDev, Perm: 0o600, Rdev: unix.Mkdev(1, 1), LinkTo: -1},
+		{Path: "wh", Kind: KindCharDev, LinkTo: -1}} {
+		w.write(msgEntry, encodeEntry(nil, &x))
+	}
+	w.write(msgListEnd, encodeListEnd(0))
+	w.write(msgDeltaEnd, nil)
+	w.flush()
+	f.Add(dev.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parent := t.TempDir()
 		dst := filepath.Join(parent, "root")
@@ -283,5 +298,14 @@ func FuzzReceive(f *testing.F) {
 		if len(names) != 1 || names[0].Name() != "root" {
 			t.Fatalf("wrote outside the root: %v", names)
 		}
+		filepath.WalkDir(dst, func(p string, _ os.DirEntry, _ error) error {
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) == nil {
+				if k := st.Mode & unix.S_IFMT; k == unix.S_IFBLK || k == unix.S_IFCHR && st.Rdev != 0 {
+					t.Fatalf("made a device node %s (%d:%d)", p, unix.Major(st.Rdev), unix.Minor(st.Rdev))
+				}
+			}
+			return nil
+		})
 	})
 }

@@ -247,6 +247,20 @@ func (r *receiver) structure() error {
 		if x.Path == "." || x.Kind == KindRegular || r.failed[i] {
 			continue
 		}
+		if err := deviceAllowed(x); err != nil {
+			// Left out, not failed: the rest of the tree still moves.
+			r.failed[i] = true
+			r.st.DevicesSkipped++
+			if r.opts.Logger != nil {
+				r.opts.Logger.Warn("delta: entry skipped", "err", err)
+			}
+			if _, err := r.t.lstat(x.Path); err == nil {
+				if err := r.t.removeAll(x.Path); err != nil {
+					r.fail(-1, err)
+				}
+			}
+			continue
+		}
 		if err := r.create(x); err != nil {
 			r.fail(i, err)
 		}
@@ -779,4 +793,20 @@ func (r *receiver) link(x, leader *entry) error {
 	parent, _ := split(x.Path)
 	r.dirty[parent] = true
 	return pathErr("link", x.Path, unix.Linkat(lfd, lbase, fd, base, 0))
+}
+
+// deviceAllowed refuses a block or character device node from a stream,
+// but for an overlayfs whiteout (character device 0/0): the receiver runs
+// as root on the host, and a node it made would give whoever opens it
+// with the host's privileges (the sftp helper before issue 14, a
+// container started with other device rules) the device itself. A
+// refused node is left out of the copy and counted in
+// Stats.DevicesSkipped.
+func deviceAllowed(x *entry) error {
+	switch {
+	case x.Kind == KindBlockDev, x.Kind == KindCharDev && x.Rdev != 0:
+		return gpurent.Errorf(gpurent.CodeInvalid, "delta: %s %s (%d:%d) refused: device nodes are not copied (only overlay whiteouts, character device 0/0)",
+			x.Kind, x.Path, unix.Major(x.Rdev), unix.Minor(x.Rdev))
+	}
+	return nil
 }

@@ -38,6 +38,7 @@ type Stats struct {
 	Unstable         int64 // files that changed while read (the next pass sends them again)
 	Errors           int64 // entries skipped because of an error, on either side
 	XattrsSkipped    int64 // xattrs the destination filesystem refused
+	DevicesSkipped   int64 // device nodes refused by the receiver (all but overlay whiteouts)
 	// ErrorSamples holds the first few error messages of this side.
 	ErrorSamples []string
 }

@@ -1,16 +1,17 @@
 // Package fleet keeps the picture of zones, hosts and GPUs: agent
-// registration with a join token, inventory and heartbeats from reports,
+// registration with one-time per-host join tokens, inventory and heartbeats from reports,
 // operator actions on hosts, and what is free per GPU type and zone.
 package fleet
 
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,12 +21,25 @@ import (
 	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
+// Store is what the fleet service reads and writes: the hosts, their GPUs,
+// join tokens and agent credentials, where the gateway reaches each agent,
+// and the catalog it checks registrations against; registrations in one
+// transaction.
+type Store interface {
+	gpurent.FleetStore
+	gpurent.HostCredentialStore
+	gpurent.CatalogStore
+	gpurent.Transactor
+	SetHostAccess(ctx context.Context, hostID, addr, hostKey string) error
+	// The images agents report they hold (pre-pulled).
+	SetHostImages(ctx context.Context, hostID string, refs []string) error
+}
+
 // Config configures the service.
 type Config struct {
-	Store     gpurent.Store
-	Now       func() time.Time
-	Logger    *slog.Logger
-	JoinToken string // agents present it to register
+	Store  Store
+	Now    func() time.Time
+	Logger *slog.Logger
 	// OnChange is called after hosts or GPUs change (placement caches drop).
 	OnChange func()
 	// HostTimeout: a host silent longer is not counted as available
@@ -77,10 +91,15 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Register adds or re-registers a host whose agent presents the join token.
+// Register adds a host whose agent presents a one-time join token, or
+// re-registers an existing one whose agent presents its current agent
+// token or the join token an operator's reset issued for it. Anything else
+// naming an existing host is refused and changes nothing: no registration
+// takes a host over, and none moves a GPU another live host holds.
 func (s *Service) Register(ctx context.Context, req agentproto.RegisterRequest) (agentproto.RegisterResponse, error) {
-	if s.cfg.JoinToken == "" || subtle.ConstantTimeCompare([]byte(req.JoinToken), []byte(s.cfg.JoinToken)) != 1 {
-		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeUnauthorized, "invalid join token")
+	if req.JoinToken == "" && req.AgentToken == "" {
+		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeUnauthorized,
+			"a join token is required: an operator creates one with `gpurent hosts join-token create --zone ZONE`")
 	}
 	if !validHostName(req.Name) {
 		return agentproto.RegisterResponse{}, gpurent.Errorf(gpurent.CodeInvalid, "host name must be 1-63 letters, digits, '.', '_' or '-'")
@@ -111,17 +130,28 @@ func (s *Service) Register(ctx context.Context, req agentproto.RegisterRequest) 
 		MemoryMiB: req.MemoryMiB, DiskGiB: req.DiskGiB, Runtime: req.Runtime, AgentVersion: req.AgentVersion,
 		AgentTokenHash: HashToken(token), LastSeenAt: &now, RegisteredAt: now,
 	}
+	how := ""
 	err = s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
-		if err := q.UpsertHost(ctx, h); err != nil {
+		existing, via, err := s.admit(ctx, q, req, now)
+		if err != nil {
+			return err
+		}
+		how = via
+		if existing != nil {
+			err = q.UpsertHost(ctx, h) // same name: keeps its id, state and generation
+		} else {
+			err = q.CreateHost(ctx, h) // a name taken meanwhile is a conflict, never an update
+		}
+		if gpurent.IsCode(err, gpurent.CodeConflict) {
+			return hostTaken(req.Name)
+		} else if err != nil {
 			return err
 		}
 		for i := range gpus {
 			gpus[i].HostID = h.ID
 		}
-		if existing, err := q.HostByID(ctx, h.ID); err == nil {
+		if existing != nil {
 			gpus = keepOperatorHealth(existing.GPUs, gpus)
-		} else if !gpurent.IsCode(err, gpurent.CodeNotFound) {
-			return err
 		}
 		if err := q.SyncHostGPUs(ctx, h.ID, gpus); err != nil {
 			return err
@@ -129,15 +159,75 @@ func (s *Service) Register(ctx context.Context, req agentproto.RegisterRequest) 
 		if err := q.TouchHost(ctx, h.ID, now); err != nil {
 			return err
 		}
-		_, err := q.BumpHostGeneration(ctx, h.ID)
+		_, err = q.BumpHostGeneration(ctx, h.ID)
 		return err
 	})
 	if err != nil {
+		if gpurent.IsCode(err, gpurent.CodeConflict) || gpurent.IsCode(err, gpurent.CodeUnauthorized) || gpurent.IsCode(err, gpurent.CodeForbidden) {
+			s.cfg.Logger.Warn("host registration refused", "name", req.Name, "zone", req.Zone, "err", err)
+		}
 		return agentproto.RegisterResponse{}, err
 	}
-	s.cfg.Logger.Info("host registered", "host", h.ID, "name", h.Name, "zone", h.ZoneID, "gpus", len(gpus), "runtime", h.Runtime)
+	s.cfg.Logger.Info("host registered", "host", h.ID, "name", h.Name, "zone", h.ZoneID, "gpus", len(gpus), "runtime", h.Runtime, "with", how)
 	s.cfg.OnChange()
 	return agentproto.RegisterResponse{HostID: h.ID, AgentToken: token}, nil
+}
+
+func hostTaken(name string) error {
+	return gpurent.Errorf(gpurent.CodeConflict,
+		"a host called %q is registered: its agent re-registers with its own agent credential, or an operator resets it (`gpurent hosts reset HOST_ID`) and gives the new join token to its agent", name)
+}
+
+// admit decides, inside the registration's transaction, whether req may
+// register: it answers the existing host it re-registers (nil for a new
+// one) and how it was admitted. A join token is used up here, in the same
+// transaction: a refused registration leaves it unused.
+func (s *Service) admit(ctx context.Context, q gpurent.Queries, req agentproto.RegisterRequest, now time.Time) (*gpurent.Host, string, error) {
+	if req.AgentToken != "" {
+		cur, err := q.HostByAgentTokenHash(ctx, HashToken(req.AgentToken))
+		switch {
+		case err == nil && cur.Name == req.Name:
+			full, err := q.HostByID(ctx, cur.ID)
+			return full, "agent credential", err
+		case err != nil && !gpurent.IsCode(err, gpurent.CodeNotFound):
+			return nil, "", err
+		case req.JoinToken == "":
+			return nil, "", gpurent.Errorf(gpurent.CodeUnauthorized, "the agent credential is not valid for host %q", req.Name)
+		}
+	}
+	jt, err := q.UseJoinToken(ctx, HashToken(req.JoinToken), req.Name, now)
+	switch {
+	case gpurent.IsCode(err, gpurent.CodeNotFound):
+		return nil, "", gpurent.Errorf(gpurent.CodeUnauthorized, "invalid join token")
+	case gpurent.IsCode(err, gpurent.CodeConflict):
+		var ge *gpurent.Error
+		msg := "the join token cannot be used again"
+		if errors.As(err, &ge) {
+			msg = ge.Message + ": a join token registers one host once; ask an operator for a new one"
+		}
+		return nil, "", gpurent.Errorf(gpurent.CodeUnauthorized, "%s", msg)
+	case err != nil:
+		return nil, "", err
+	}
+	if jt.ZoneID != req.Zone {
+		return nil, "", gpurent.Errorf(gpurent.CodeForbidden, "the join token is for zone %q, not %q", jt.ZoneID, req.Zone)
+	}
+	if jt.Name != "" && jt.Name != req.Name {
+		return nil, "", gpurent.Errorf(gpurent.CodeForbidden, "the join token is for host %q, not %q", jt.Name, req.Name)
+	}
+	if jt.HostID == "" {
+		return nil, "join token " + jt.ID, nil // a new host: CreateHost refuses a taken name
+	}
+	cur, err := q.HostByID(ctx, jt.HostID)
+	if gpurent.IsCode(err, gpurent.CodeNotFound) {
+		return nil, "", gpurent.Errorf(gpurent.CodeForbidden, "the join token was issued for a host that no longer exists")
+	} else if err != nil {
+		return nil, "", err
+	}
+	if cur.Name != req.Name {
+		return nil, "", gpurent.Errorf(gpurent.CodeForbidden, "the join token is for host %q, not %q", cur.Name, req.Name)
+	}
+	return cur, "reset join token " + jt.ID, nil
 }
 
 func validHostName(n string) bool {
@@ -217,10 +307,18 @@ func (s *Service) Report(ctx context.Context, host *gpurent.Host, rep agentproto
 			if err != nil {
 				return err
 			}
-			if err := s.cfg.Store.SyncHostGPUs(ctx, host.ID, keepOperatorHealth(current.GPUs, gpus)); err != nil {
+			err = s.cfg.Store.SyncHostGPUs(ctx, host.ID, keepOperatorHealth(current.GPUs, gpus))
+			switch {
+			case gpurent.IsCode(err, gpurent.CodeConflict):
+				// A GPU UUID another live host holds: the inventory is
+				// refused whole (nothing moves); the rest of the report
+				// (heartbeat, instances, usage) goes on.
+				s.cfg.Logger.Warn("host inventory refused: it claims a GPU another host holds", "host", host.ID, "name", host.Name, "err", err)
+			case err != nil:
 				return err
+			default:
+				changed = true
 			}
-			changed = true
 		}
 	}
 	if rep.AccessAddr != "" && (rep.AccessAddr != host.AccessAddr || rep.AccessHostKey != host.AccessHostKey) {
@@ -228,6 +326,20 @@ func (s *Service) Report(ctx context.Context, host *gpurent.Host, rep agentproto
 			return err
 		}
 		s.cfg.Logger.Info("host access server", "host", host.ID, "addr", rep.AccessAddr)
+	}
+	if rep.Images != nil {
+		// Sent only when it changed: placements prefer the hosts that
+		// hold a rent's image.
+		refs := rep.Images.Refs
+		if len(refs) > MaxHeldImages {
+			s.cfg.Logger.Warn("host reports more held images than kept; the rest are ignored", "host", host.ID, "images", len(refs))
+			refs = refs[:MaxHeldImages]
+		}
+		refs = slices.DeleteFunc(slices.Clone(refs), func(r string) bool { return r == "" || len(r) > 255 })
+		if err := s.cfg.Store.SetHostImages(ctx, host.ID, refs); err != nil {
+			return err
+		}
+		changed = true
 	}
 	if err := s.cfg.Store.TouchHost(ctx, host.ID, now); err != nil {
 		return err
@@ -237,6 +349,10 @@ func (s *Service) Report(ctx context.Context, host *gpurent.Host, rep agentproto
 	}
 	return nil
 }
+
+// MaxHeldImages bounds the held images kept per host (an agent is not
+// trusted to send a reasonable list).
+const MaxHeldImages = 256
 
 // keepOperatorHealth keeps a health an operator or the health rules set
 // (cordoned, failed, retired, degraded) when the agent reports the GPU as

@@ -5,65 +5,55 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
 const (
-	h100      = "h100-80g-sxm"
-	rtx4090   = "rtx4090-24g"
-	a100      = "a100-80g-sxm"
-	zoneA     = "cd-tianfu-a"
-	zoneB     = "cd-gaoxin-b"
+	h100    = "h100-80g-sxm"
+	rtx4090 = "rtx4090-24g"
+	a100    = "a100-80g-sxm"
+	zoneA   = "cd-tianfu-a"
+	zoneB   = "cd-gaoxin-b"
+	// joinToken marks a request whose join token env.register mints: it
+	// is no token the service accepts.
 	joinToken = "join-fleet-test"
 )
-
-// clock is a settable clock for Config.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 type env struct {
 	t       testing.TB
 	ctx     context.Context
 	st      gpurent.Store
-	clock   *clock
+	clock   *clocktest.Clock
 	fleet   *fleet.Service
 	changes atomic.Int64 // OnChange calls
 	op      *gpurent.Account
 	cust    *gpurent.Account
+	creds   map[string]string // host name → its agent's current token
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvOn(t, storetest.SQLite(t))
+}
+
+// newEnvOn is newEnv on the store st.
+func newEnvOn(t testing.TB, st gpurent.Store) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	st := storetest.SQLite(t)
 	storetest.SeedCatalog(t, st)
-	e := &env{t: t, ctx: ctx, st: st, clock: &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}}
+	e := &env{t: t, ctx: ctx, st: st, clock: clocktest.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)), creds: map[string]string{}}
 	e.fleet = fleet.New(fleet.Config{Store: st, Now: e.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		JoinToken: joinToken, OnChange: func() { e.changes.Add(1) }, HostTimeout: 30 * time.Second})
+		OnChange: func() { e.changes.Add(1) }, HostTimeout: 30 * time.Second})
 	e.op = &gpurent.Account{Email: "ops@example.com", Role: gpurent.RoleOperator, PasswordHash: "x"}
 	e.cust = &gpurent.Account{Email: "c@example.com", Role: gpurent.RoleCustomer, PasswordHash: "x"}
 	for _, a := range []*gpurent.Account{e.op, e.cust} {
@@ -88,13 +78,34 @@ func regReq(name, zone, typ string, n int) agentproto.RegisterRequest {
 		MemoryMiB: 4 << 20, DiskGiB: 7680, Runtime: "docker", AgentVersion: "test", GPUs: gpuInfos(name, typ, n)}
 }
 
+// register registers r. A request carrying the joinToken marker gets the
+// agent's current token when the host registered before (a restarted
+// agent re-registering), else a join token minted for it.
 func (e *env) register(r agentproto.RegisterRequest) agentproto.RegisterResponse {
 	e.t.Helper()
+	if r.JoinToken == joinToken {
+		if tok, ok := e.creds[r.Name]; ok {
+			r.JoinToken, r.AgentToken = "", tok
+		} else {
+			r.JoinToken = e.mint(r.Zone, "")
+		}
+	}
 	resp, err := e.fleet.Register(e.ctx, r)
 	if err != nil {
 		e.t.Fatalf("register %s: %v", r.Name, err)
 	}
+	e.creds[r.Name] = resp.AgentToken
 	return resp
+}
+
+// mint makes a join token for zone (and name, when not "") as the operator.
+func (e *env) mint(zone, name string) string {
+	e.t.Helper()
+	secret, _, err := e.fleet.CreateJoinToken(e.ctx, e.op, zone, name, time.Hour)
+	if err != nil {
+		e.t.Fatalf("create join token: %v", err)
+	}
+	return secret
 }
 
 func (e *env) host(id string) *gpurent.Host {
@@ -176,12 +187,12 @@ func TestRegisterRefusals(t *testing.T) {
 		t.Errorf("refused registrations called OnChange %d times", n)
 	}
 
-	// Without a configured join token nobody registers, not even with "".
+	// With no token minted nobody registers, not even with "".
 	closed := fleet.New(fleet.Config{Store: e.st, Now: e.clock.Now})
 	r := regReq("node-1", zoneA, h100, 8)
 	r.JoinToken = ""
 	_, err = closed.Register(e.ctx, r)
-	wantCode(t, err, gpurent.CodeUnauthorized, "register with no join token configured")
+	wantCode(t, err, gpurent.CodeUnauthorized, "register with no join token")
 }
 
 // TestRegister: a registration records the host and its GPUs and gives the
@@ -231,8 +242,9 @@ func TestRegister(t *testing.T) {
 	}
 }
 
-// TestReRegister: the same name keeps its host id, gets a new token, and
-// the old token stops working; the operator's cordon stays.
+// TestReRegister: the same name, re-registered with its agent's current
+// token, keeps its host id, gets a new token, and the old token stops
+// working; the operator's cordon stays.
 func TestReRegister(t *testing.T) {
 	e := newEnv(t)
 	first := e.register(regReq("node-1", zoneA, h100, 8))

@@ -1,5 +1,5 @@
 // Package incident is the control plane's side of GPU health: it stores the
-// agents' health events, classifies them with internal/health's rules,
+// agents' health events, classifies them with internal/faultrules's rules,
 // acts (tells the tenant, cordons a GPU, fails instances over, delists a
 // host), keeps incidents with their timelines, marks silent hosts down, and
 // posts the SLA credits internal/sla computes, automatically and once per

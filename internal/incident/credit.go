@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/sla"
 )
 
@@ -121,7 +122,7 @@ func (s *Service) pay(ctx context.Context, inc *gpurent.Incident) error {
 		if _, err := s.cfg.Credits.GrantSLA(ctx, inc.AccountID, inc.CreditFen, inc.CreditKey, at, expires, note); err != nil {
 			return err
 		}
-		msg = fmt.Sprintf("credited %s as SLA credit, expiring %s", fen(inc.CreditFen), expires.In(s.cfg.Location).Format(time.DateOnly))
+		msg = fmt.Sprintf("credited %s as SLA credit, expiring %s", money.Ungrouped(inc.CreditFen), expires.In(s.cfg.Location).Format(time.DateOnly))
 		s.metrics.credits.Inc()
 		s.metrics.creditFen.Add(float64(inc.CreditFen))
 	}
@@ -139,8 +140,6 @@ func (s *Service) pay(ctx context.Context, inc *gpurent.Incident) error {
 	}
 	return nil
 }
-
-func fen(f int64) string { return fmt.Sprintf("¥%d.%02d", f/100, f%100) }
 
 // amount is an incident's credit: the incident credit (time since the last
 // power-on, at most 24 h, at the hourly price of the affected GPUs) plus the
@@ -164,18 +163,18 @@ func (s *Service) amount(ctx context.Context, inc *gpurent.Incident) (int64, str
 			cur = r
 		}
 	}
-	if cur == nil || cur.GPUCount == 0 || s.cfg.HourlyFen == nil {
+	if cur == nil || cur.GPUCount == 0 || s.cfg.Prices == nil {
 		return 0, "no power-on with GPUs was interrupted", nil
 	}
 	affected := cur.GPUCount
 	if inc.GPUID != "" && inc.Class != gpurent.FaultNode && inc.Class != gpurent.FaultHost && inc.Class != gpurent.FaultHostDown {
 		affected = 1
 	}
-	affectedHour, err := s.cfg.HourlyFen(ctx, cur.TypeID, affected, inc.StartedAt)
+	affectedHour, err := s.cfg.Prices.HourlyFen(ctx, cur.TypeID, affected, inc.StartedAt)
 	if err != nil {
 		return 0, "", err
 	}
-	allHour, err := s.cfg.HourlyFen(ctx, cur.TypeID, cur.GPUCount, inc.StartedAt)
+	allHour, err := s.cfg.Prices.HourlyFen(ctx, cur.TypeID, cur.GPUCount, inc.StartedAt)
 	if err != nil {
 		return 0, "", err
 	}
@@ -221,10 +220,10 @@ func (s *Service) amount(ctx context.Context, inc *gpurent.Incident) (int64, str
 	want := incident + hourRule
 	got := sla.CapCredit(t, want, already, charged)
 	how := fmt.Sprintf("incident credit %s (%s since the power-on at %s × %s/h for %d GPU(s)); hour rule %s (%d hour(s) down more than %d min); %s due",
-		fen(incident), inc.StartedAt.Sub(cur.StartedAt).Round(time.Second), cur.StartedAt.In(s.cfg.Location).Format("15:04:05 MST"),
-		fen(affectedHour), affected, fen(hourRule), len(hours), t.HourRuleMinutes, fen(got))
+		money.Ungrouped(incident), inc.StartedAt.Sub(cur.StartedAt).Round(time.Second), cur.StartedAt.In(s.cfg.Location).Format("15:04:05 MST"),
+		money.Ungrouped(affectedHour), affected, money.Ungrouped(hourRule), len(hours), t.HourRuleMinutes, money.Ungrouped(got))
 	if got < want {
-		how += fmt.Sprintf(" (capped: this month's credits may not pass its charges of %s)", fen(charged))
+		how += fmt.Sprintf(" (capped: this month's credits may not pass its charges of %s)", money.Ungrouped(charged))
 	}
 	return got, how, nil
 }
@@ -327,7 +326,7 @@ func (s *Service) monthCredit(ctx context.Context, instanceID string, incs []gpu
 	if err != nil || dup {
 		return err
 	}
-	return s.tell(ctx, in, "sla_credit", fmt.Sprintf("%s: credited %s", note, fen(got)))
+	return s.tell(ctx, in, "sla_credit", fmt.Sprintf("%s: credited %s", note, money.Ungrouped(got)))
 }
 
 type monthAvailability struct {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/health"
+	"github.com/gpurent/gpurent/internal/clocktest"
+	"github.com/gpurent/gpurent/internal/faultrules"
 	"github.com/gpurent/gpurent/internal/incident"
 	"github.com/gpurent/gpurent/internal/sla"
 	"github.com/gpurent/gpurent/internal/store/storetest"
@@ -42,17 +43,13 @@ func (g *grants) GrantSLA(ctx context.Context, accountID string, fen int64, key 
 	return dup, nil
 }
 
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time { return c.t }
-
 // world is an instance that ran two hours from t0 on one H100 and was
 // charged 5000 fen for it.
 type world struct {
 	st    gpurent.Store
 	svc   *incident.Service
 	g     *grants
-	clk   *clock
+	clk   *clocktest.Clock
 	host  *gpurent.Host
 	in    *gpurent.Instance
 	t0    time.Time
@@ -96,7 +93,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil || res[0] != nil {
 		t.Fatalf("debit: %v %v", res, err)
 	}
-	rules, err := health.DefaultRules()
+	rules, err := faultrules.DefaultRules()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,13 +102,11 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	g := &grants{st: st, fen: map[string]int64{}}
-	w := &world{st: st, g: g, clk: &clock{t: t0.Add(3 * time.Hour)}, host: host, in: in, t0: t0, alloc: alloc}
-	g.w = wallet.New(wallet.Config{Store: st, Now: w.clk.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := &world{st: st, g: g, clk: clocktest.New(t0.Add(3 * time.Hour)), host: host, in: in, t0: t0, alloc: alloc}
+	g.w = wallet.New(wallet.Config{Store: st, Now: w.clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	w.svc = incident.New(incident.Config{Store: st, Rules: rules, Terms: sla.DefaultTerms(), Credits: w.g, Location: loc,
-		HourlyFen: func(_ context.Context, _ string, count int, _ time.Time) (int64, error) {
-			return hourlyFen * int64(count), nil
-		},
-		Now: w.clk.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Prices: flatPrice(hourlyFen),
+		Now:    w.clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return w
 }
 
@@ -152,7 +147,7 @@ func TestCreditOnceAndCapped(t *testing.T) {
 	// A second incident whose credit would pass the month's charges of
 	// 5000: capped at what is left (3900).
 	second := w.incidentAt(t, w.t0.Add(100*time.Minute), w.t0.Add(115*time.Minute))
-	w.clk.t = w.t0.Add(4 * time.Hour)
+	w.clk.Set(w.t0.Add(4 * time.Hour))
 	if err := w.svc.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +158,7 @@ func TestCreditOnceAndCapped(t *testing.T) {
 		t.Fatalf("second incident credited %d, want 1450", got)
 	}
 	third := w.incidentAt(t, w.t0.Add(116*time.Minute), w.t0.Add(119*time.Minute))
-	w.clk.t = w.t0.Add(5 * time.Hour)
+	w.clk.Set(w.t0.Add(5 * time.Hour))
 	if err := w.svc.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +169,7 @@ func TestCreditOnceAndCapped(t *testing.T) {
 	// The month is over (it ended at 16:00 UTC on the 31st): the
 	// availability credit. In service 2 h, down 10+15+3 = 28 min: 76.7% →
 	// the 100% tier, 5000, of which 5000 − 3710 = 1290 may still be paid.
-	w.clk.t = w.t0.Add(48 * time.Hour)
+	w.clk.Set(w.t0.Add(48 * time.Hour))
 	for range 2 {
 		if err := w.svc.Tick(ctx); err != nil {
 			t.Fatal(err)
@@ -211,17 +206,17 @@ func TestCreditOnceAndCapped(t *testing.T) {
 func TestBurstAcrossReports(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
-	w.clk.t = w.t0.Add(time.Hour)
+	w.clk.Set(w.t0.Add(time.Hour))
 	gpuID := w.host.GPUs[0].ID
 	report := func(id string, xid int) {
 		t.Helper()
-		rep := agentproto.Report{Health: []agentproto.HealthEvent{{ID: id, UUID: gpuID, At: w.clk.t, Kind: "xid", Xid: xid}}}
+		rep := agentproto.Report{Health: []agentproto.HealthEvent{{ID: id, UUID: gpuID, At: w.clk.Now(), Kind: "xid", Xid: xid}}}
 		if acked, err := w.svc.Ingest(ctx, w.host, rep); err != nil || len(acked) != 1 {
 			t.Fatalf("ingest %s: %v, %v", id, acked, err)
 		}
 	}
 	report("e1", 48)
-	w.clk.t = w.clk.t.Add(10 * time.Second)
+	w.clk.Advance(10 * time.Second)
 	report("e2", 63)
 	incs, err := w.st.ListIncidents(ctx, gpurent.IncidentFilter{GPUID: gpuID})
 	if err != nil {
@@ -245,4 +240,11 @@ func TestBurstAcrossReports(t *testing.T) {
 	if !escalated {
 		t.Fatalf("the timeline does not say it was escalated: %+v", entries)
 	}
+}
+
+// flatPrice lists every GPU at the same hourly price.
+type flatPrice int64
+
+func (f flatPrice) HourlyFen(_ context.Context, _ string, count int, _ time.Time) (int64, error) {
+	return int64(f) * int64(count), nil
 }

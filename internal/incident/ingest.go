@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/health"
+	"github.com/gpurent/gpurent/internal/faultrules"
 	"github.com/gpurent/gpurent/internal/rental"
 )
 
@@ -96,7 +96,7 @@ func (s *Service) evaluate(ctx context.Context, hostID, gpuID string) error {
 	if len(recent) == 0 {
 		return nil
 	}
-	bursts := health.Bursts(recent, health.BurstSilence)
+	bursts := faultrules.Bursts(recent, faultrules.BurstSilence)
 	burst := bursts[len(bursts)-1]
 	v := s.cfg.Rules.Classify(burst)
 	if v.Class == gpurent.FaultInfo {
@@ -118,7 +118,7 @@ func (s *Service) evaluate(ctx context.Context, hostID, gpuID string) error {
 			this = append(this, in)
 		}
 	}
-	v, why := health.Escalate(v, past, gpuID, now)
+	v, why := faultrules.Escalate(v, past, gpuID, now)
 	for _, in := range this {
 		if severity(in.Class) >= severity(v.Class) {
 			return nil // this burst was acted on
@@ -132,7 +132,7 @@ func (s *Service) evaluate(ctx context.Context, hostID, gpuID string) error {
 }
 
 // act does what a verdict asks and opens the incidents it makes.
-func (s *Service) act(ctx context.Context, host *gpurent.Host, gpuID string, v health.Verdict, why string, at time.Time) error {
+func (s *Service) act(ctx context.Context, host *gpurent.Host, gpuID string, v faultrules.Verdict, why string, at time.Time) error {
 	cause := v.Cause
 	if why != "" {
 		cause += " (" + why + ")"
@@ -193,7 +193,7 @@ func gpuOf(h *gpurent.Host, id string) *gpurent.GPU {
 }
 
 // markGPUs takes the GPUs out of placement as the class asks.
-func (s *Service) markGPUs(ctx context.Context, host *gpurent.Host, v health.Verdict, gpus []gpurent.GPU, cause string) error {
+func (s *Service) markGPUs(ctx context.Context, host *gpurent.Host, v faultrules.Verdict, gpus []gpurent.GPU, cause string) error {
 	var to gpurent.GPUHealth
 	switch v.Class {
 	case gpurent.FaultReset, gpurent.FaultDrainReset:
@@ -226,7 +226,7 @@ func (s *Service) markGPUs(ctx context.Context, host *gpurent.Host, v health.Ver
 
 // actOnInstance opens the instance's incident and moves it, tells it, or
 // (a tenant's fault) only tells it.
-func (s *Service) actOnInstance(ctx context.Context, host *gpurent.Host, gpuID, instanceID string, v health.Verdict, cause string,
+func (s *Service) actOnInstance(ctx context.Context, host *gpurent.Host, gpuID, instanceID string, v faultrules.Verdict, cause string,
 	at time.Time, leaveHost bool) error {
 	in, err := s.store.InstanceByID(ctx, instanceID)
 	if err != nil {
@@ -341,7 +341,7 @@ func (s *Service) tell(ctx context.Context, in *gpurent.Instance, kind, msg stri
 		return err
 	}
 	if s.cfg.Notify != nil {
-		s.cfg.Notify(ctx, in.AccountID, kind, msg)
+		s.cfg.Notify.Notice(ctx, in.AccountID, kind, msg)
 	}
 	return nil
 }

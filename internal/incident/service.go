@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
-	"github.com/gpurent/gpurent/internal/health"
+	"github.com/gpurent/gpurent/internal/faultrules"
 	"github.com/gpurent/gpurent/internal/sla"
 )
 
@@ -22,27 +22,67 @@ type Granter interface {
 	GrantSLA(ctx context.Context, accountID string, fen int64, key string, at, expires time.Time, note string) (bool, error)
 }
 
+// Store is what the incident service reads and writes: incidents and
+// GPU health of its own; the fleet, instances, allocations, operations and
+// events it judges incidents by and reports them in; and, read only, a
+// credit's ledger transaction and the usage runs an incident touched.
+type Store interface {
+	// Its own.
+	gpurent.IncidentStore
+	gpurent.GPUHealthStore
+	// What it judges incidents by.
+	gpurent.FleetStore
+	gpurent.InstanceStore
+	gpurent.AllocationStore
+	gpurent.OperationStore
+	// Where it reports them.
+	gpurent.EventStore
+	gpurent.AlertStore
+	// Read only.
+	LedgerTxByKey(ctx context.Context, key string) (*gpurent.LedgerTx, error)
+	ListUsageRuns(ctx context.Context, f gpurent.UsageRunFilter) ([]gpurent.UsageRun, error)
+}
+
+// Prices answers list prices (the billing service).
+type Prices interface {
+	// HourlyFen is the list price of count GPUs of typeID for an hour
+	// from at.
+	HourlyFen(ctx context.Context, typeID string, count int, at time.Time) (int64, error)
+}
+
+// Notifier tells an account something (the wallet's webhook).
+type Notifier interface {
+	Notice(ctx context.Context, accountID, kind, message string)
+}
+
+// Relister holds a repaired GPU under a benchmark before it is listed
+// again (the certification service); true: it did, false: the GPU is
+// busy and is benchmarked once idle.
+type Relister interface {
+	Relist(ctx context.Context, hostID, gpuID, by string) (bool, error)
+}
+
 // Config configures the service.
 type Config struct {
-	Store gpurent.Store
-	Rules *health.Rules
+	Store Store
+	Rules *faultrules.Rules
 	Terms sla.Terms
 	Mover Mover
 	// Credits posts the SLA credits; nil posts none (the amounts are
 	// still computed and recorded).
 	Credits Granter
-	// HourlyFen is the list price of count GPUs of typeID for an hour at
-	// at (the billing service's price book).
-	HourlyFen func(ctx context.Context, typeID string, count int, at time.Time) (int64, error)
+	// Prices are the list prices credits are computed from (the billing
+	// service's price book); nil computes no credit.
+	Prices Prices
 	// Notify tells an account something (an account event is written by
-	// the caller's store; this posts the webhook).
-	Notify func(ctx context.Context, accountID, kind, message string)
+	// the caller's store; this posts the webhook); nil tells nobody.
+	Notify Notifier
 	// Injector puts faults into fake GPUs (the demo); nil elsewhere.
 	Injector Injector
-	// Relist, when set, is called before a repaired GPU is marked healthy:
+	// Relist, when set, is asked before a repaired GPU is marked healthy:
 	// the certification service holds it under a benchmark job so that it
-	// is listed again only once it has passed (true: it did).
-	Relist func(ctx context.Context, hostID, gpuID, by string) (bool, error)
+	// is listed again only once it has passed.
+	Relist Relister
 	// Location is where hours and months are counted (Asia/Shanghai).
 	Location *time.Location
 	// HostDownAfter is how long an agent may be silent before its host is
@@ -55,7 +95,7 @@ type Config struct {
 // Service is the health and incident service. It is safe for concurrent use.
 type Service struct {
 	cfg     Config
-	store   gpurent.Store
+	store   Store
 	log     *slog.Logger
 	mu      sync.Mutex
 	samples map[string]sampleOf // by GPU UUID

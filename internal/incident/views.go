@@ -224,7 +224,7 @@ func (s *Service) RepairGPU(ctx context.Context, acc *gpurent.Account, uuid, not
 		reason += ": " + truncate(note, 400)
 	}
 	if s.cfg.Relist != nil && g.Health != gpurent.GPUHealthy {
-		held, err := s.cfg.Relist(ctx, h.ID, g.ID, acc.ID)
+		held, err := s.cfg.Relist.Relist(ctx, h.ID, g.ID, acc.ID)
 		if err != nil {
 			return nil, err
 		}

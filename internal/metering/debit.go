@@ -63,7 +63,7 @@ type runDebit struct {
 func (s *Service) billRuns(ctx context.Context, b *rating.Book, runs []gpurent.UsageRun, now time.Time) (Debits, error) {
 	var out Debits
 	look := lookups{instances: map[string]*gpurent.Instance{}, spans: map[string][]planSpan{}, accounts: map[string]*gpurent.Account{},
-		void: map[string]bool{}}
+		void: map[string]bool{}, failed: map[string]*time.Time{}}
 	if len(runs) > 0 {
 		// Every incident that can touch these runs, in one read.
 		since := runs[0].StartedAt
@@ -114,6 +114,9 @@ type lookups struct {
 	accounts  map[string]*gpurent.Account
 	void      map[string]bool // by allocation: a failed move's target
 	down      map[string][][2]time.Time
+	// failed is, by allocation, from when a failure of the platform's
+	// owes nothing (nil: the allocation did not fail).
+	failed map[string]*time.Time
 }
 
 // owed rates one run: ok false when it owes nothing now.
@@ -160,7 +163,11 @@ func (s *Service) owed(ctx context.Context, b *rating.Book, look *lookups, run g
 		// priced second by second. Wait until that is known.
 		return runDebit{}, false, nil
 	}
-	lines, err := rateRun(b, run, acc, end, look.spans[in.ID], look.down[in.ID])
+	down, err := s.downOf(ctx, look.failed, run, look.down[in.ID], end)
+	if err != nil {
+		return runDebit{}, false, err
+	}
+	lines, err := rateRun(b, run, acc, end, look.spans[in.ID], down)
 	if err != nil {
 		return runDebit{}, false, err
 	}
@@ -236,9 +243,17 @@ func (s *Service) postDebits(ctx context.Context, list []runDebit, now time.Time
 // by an incident.
 func rateRun(b *rating.Book, run gpurent.UsageRun, acc *gpurent.Account, end time.Time, spans []planSpan, down [][2]time.Time) ([]rating.Line, error) {
 	start := run.StartedAt.Truncate(time.Second)
+	ran := end.After(run.StartedAt)
 	end = end.Truncate(time.Second)
 	if end.Before(start) {
 		end = start
+	}
+	if ran && end.Equal(start) {
+		// A power-on shorter than a second that did not cross a second
+		// boundary is a power-on all the same: it owes the minimum as
+		// one of the same length across a boundary does. Only a run that
+		// ended at the instant it began costs nothing.
+		end = start.Add(time.Second)
 	}
 	pieces, whole := hourlyPieces(spans, start, end)
 	if cut := subtract(pieces, down); len(cut) != len(pieces) || !samePieces(cut, pieces) {
@@ -313,6 +328,66 @@ func (s *Service) voided(ctx context.Context, cache map[string]bool, allocationI
 	v := a.EndedAt != nil && a.EndReason == gpurent.AllocEndRolledBack
 	cache[allocationID] = v
 	return v, nil
+}
+
+// downOf is the time of the run up to end that is the platform's and not
+// billed: the instance's host-attributed downtime (base), and what a
+// failure of its allocation took. What the platform failed at is left out
+// as its downtime is: the power-on the failure cut owes no minimum, and
+// nothing after the failure (the container's restarts until the agent
+// stops it) is billed.
+func (s *Service) downOf(ctx context.Context, cache map[string]*time.Time, run gpurent.UsageRun, base [][2]time.Time, end time.Time) ([][2]time.Time, error) {
+	from, err := s.failedFrom(ctx, cache, run)
+	if err != nil || from == nil {
+		return base, err
+	}
+	to := end
+	if !to.After(*from) {
+		to = *from
+	}
+	return append(append([][2]time.Time(nil), base...), [2]time.Time{*from, to.Add(time.Second)}), nil
+}
+
+// failedFrom answers, for a run of an allocation that ended failed (the
+// platform could not keep the instance running), the time from which the
+// run owes nothing: the failure, or the allocation's start when the
+// instance never reached running on it (a first start that never ran; an
+// allocation begun by an upgrade, a migration or a failover took over an
+// instance that ran). nil when the allocation did not fail.
+func (s *Service) failedFrom(ctx context.Context, cache map[string]*time.Time, run gpurent.UsageRun) (*time.Time, error) {
+	if v, ok := cache[run.AllocationID]; ok {
+		return v, nil
+	}
+	a, err := s.cfg.Store.AllocationByID(ctx, run.AllocationID)
+	if gpurent.IsCode(err, gpurent.CodeNotFound) {
+		cache[run.AllocationID] = nil
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if a.EndedAt == nil || a.EndReason != "failed" {
+		cache[run.AllocationID] = nil
+		return nil, nil
+	}
+	from := a.EndedAt.UTC()
+	if a.StartReason == "" || a.StartReason == "start" {
+		evs, err := s.cfg.Store.ListEvents(ctx, a.InstanceID)
+		if err != nil {
+			return nil, err
+		}
+		ran := false
+		for _, e := range evs {
+			if e.Kind == "running" && !e.At.Before(a.StartedAt) && !e.At.After(*a.EndedAt) {
+				ran = true
+				break
+			}
+		}
+		if !ran {
+			from = a.StartedAt.UTC()
+		}
+	}
+	cache[run.AllocationID] = &from
+	return &from, nil
 }
 
 // hostDowntime is when faults of the platform's took each instance: the

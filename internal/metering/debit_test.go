@@ -79,7 +79,7 @@ func TestBillRuns(t *testing.T) {
 			}
 			// 45 minutes: floor(5,209.5) − 3,473 = 1,736.
 			w.now = start.Add(45 * time.Minute)
-			if err := w.st.TouchRun(ctx, w.alloc.ID, start, w.now); err != nil {
+			if err := w.st.TouchRun(ctx, w.host.ID, w.alloc.ID, start, w.now); err != nil {
 				t.Fatal(err)
 			}
 			if d, err := w.svc.Bill(ctx, book); err != nil || d.Fen != 1736 {
@@ -175,5 +175,54 @@ func TestBillPackagePlan(t *testing.T) {
 	d, err := w.svc.Bill(ctx, defaultBook(t))
 	if err != nil || d.Posted != 0 || d.Settled != 1 || w.cash(t) != 1_000_000 {
 		t.Errorf("package run: %+v %v, cash %d", d, err, w.cash(t))
+	}
+}
+
+// TestBillSubSecondRun: a power-on shorter than a second owes the 60 s
+// minimum whether or not it crossed a second boundary (the price of a run
+// does not hang on where in the second it began); only a run that ended at
+// the instant it began costs nothing.
+func TestBillSubSecondRun(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, storetest.SQLite(t))
+	book := defaultBook(t)
+	w.topUp(t, 1_000_000)
+	// Tuesday 2026-12-01 10:00 in Chengdu, peak: 60 s of 2 x 3,473 fen/h
+	// is 115.77 fen, 116 once rounded.
+	for i, c := range []struct {
+		name       string
+		start, end time.Duration // after 02:00:00 UTC
+		want       int64
+	}{
+		{"within one second", 100 * time.Millisecond, 600 * time.Millisecond, 116},
+		{"across a second boundary", 10*time.Second + 800*time.Millisecond, 11*time.Second + 300*time.Millisecond, 116},
+		{"ended as it began", 20*time.Second + 500*time.Millisecond, 20*time.Second + 500*time.Millisecond, 0},
+	} {
+		start := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC).Add(c.start)
+		end := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC).Add(c.end)
+		w.now = end.Add(time.Second)
+		before := w.cash(t)
+		id := string(rune('a' + i))
+		if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{
+			{ID: "s" + id, Kind: agentproto.RunStarted, InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start},
+			{ID: "e" + id, Kind: agentproto.RunEnded, InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start, EndedAt: &end},
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.svc.Bill(ctx, book); err != nil {
+			t.Fatal(err)
+		}
+		if got := before - w.cash(t); got != c.want {
+			t.Errorf("%s: debited %d fen, want %d", c.name, got, c.want)
+		}
+	}
+	runs, err := w.st.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: w.in.ID})
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs: %+v %v", runs, err)
+	}
+	for _, r := range runs {
+		if !r.Settled {
+			t.Errorf("run %s not settled", r.ID)
+		}
 	}
 }

@@ -21,9 +21,31 @@ import (
 // MaxEventsPerReport bounds the run events one report may carry.
 const MaxEventsPerReport = 1000
 
+// Store is what the metering service reads and writes: usage runs and
+// their debits, plan changes, final statements, storage charges and instance
+// events, several at once in a transaction; and, read only, the instances,
+// accounts, allocations, hosts, incidents and ledger debits it meters by.
+type Store interface {
+	// Its own, written together in transactions.
+	gpurent.Transactor
+	gpurent.UsageStore
+	gpurent.PlanChangeStore
+	gpurent.StatementStore
+	gpurent.VolumeChargeStore
+	// The instances it meters and records events on.
+	gpurent.InstanceStore
+	gpurent.EventStore
+	// Read only.
+	AccountByID(ctx context.Context, id string) (*gpurent.Account, error)
+	AllocationByID(ctx context.Context, id string) (*gpurent.Allocation, error)
+	ListHosts(ctx context.Context) ([]gpurent.Host, error)
+	ListIncidents(ctx context.Context, f gpurent.IncidentFilter) ([]gpurent.Incident, error)
+	ListDebits(ctx context.Context, from, to time.Time) ([]gpurent.Debit, error)
+}
+
 // Config configures the service.
 type Config struct {
-	Store  gpurent.Store
+	Store  Store
 	Now    func() time.Time
 	Logger *slog.Logger
 	// HostTimeout: a host silent longer has its open runs closed at its
@@ -31,32 +53,62 @@ type Config struct {
 	HostTimeout time.Duration
 	// Book, when set, makes Run also bill the runs every pass.
 	Book PriceBook
-	// OnShortfall is told of each running instance whose wallet could not
-	// cover its usage, or whose account reached a spend limit it wants
-	// enforced on running instances (the app stops it).
-	OnShortfall func(ctx context.Context, instanceID string)
+	// Instances stops and releases instances for metering (the rental
+	// service): a running instance whose wallet could not cover its usage,
+	// or whose account reached a spend limit it wants enforced on running
+	// instances, is stopped; the stopped instances of an account in
+	// arrears past the release time are released; a stopped instance now
+	// on the hourly plan has its GPUs released. Nil: metering only reports.
+	Instances Instances
 	// FreeStorageGiB and StorageFenPerGiBDay price data volumes (defaults
 	// DefaultFreeStorageGiB, DefaultStorageFenPerGiBDay).
 	FreeStorageGiB      int
 	StorageFenPerGiBDay int64
-	// ReviewArrears, when set, follows an account in arrears and says
-	// whether its stopped instances must be released (wallet does);
-	// OnRelease releases one (the app deletes it).
-	ReviewArrears func(ctx context.Context, accountID string) (bool, error)
-	OnRelease     func(ctx context.Context, instanceID string)
-	// MustStop, when set, says whether an account's running instances must
-	// stop (a spend limit reached, with stop-running chosen).
-	MustStop func(ctx context.Context, accountID string) (bool, error)
-	// OnPlanApplied is told of each pending plan change put in force (the
-	// app releases the GPUs of a stopped instance now on the hourly plan).
-	OnPlanApplied func(ctx context.Context, c gpurent.PlanChange)
-	// CheckFunds, when set, gates a conversion to a package: the first
-	// period must be payable (the wallet's start gate).
-	CheckFunds func(ctx context.Context, accountID string, needFen int64) error
+	// Wallet, when set, answers for accounts' money (the wallet service):
+	// arrears, spend limits, the funds a conversion to a package needs and
+	// what a package's charge must leave spendable. Nil: none of these
+	// gates apply.
+	Wallet Wallet
+}
+
+// Instances is what metering needs done to instances (internal/rental
+// does it). Each answers an error metering logs; the next pass tries again.
+type Instances interface {
+	// StopUnpaid stops a running instance its wallet no longer pays for.
+	StopUnpaid(ctx context.Context, instanceID string) error
+	// ReleaseUnpaid releases a stopped instance of an account in arrears.
+	ReleaseUnpaid(ctx context.Context, instanceID string) error
+	// ReleaseIdleGPUs releases a stopped instance's GPUs once it is on the
+	// hourly plan.
+	ReleaseIdleGPUs(ctx context.Context, instanceID string) error
+}
+
+// Wallet is what metering asks of the wallet (internal/wallet).
+type Wallet interface {
+	// ReviewArrears follows an account in arrears and says whether its
+	// stopped instances must be released.
+	ReviewArrears(ctx context.Context, accountID string) (bool, error)
+	// MustStop says whether an account's running instances must stop (a
+	// spend limit reached, with stop-running chosen).
+	MustStop(ctx context.Context, accountID string) (bool, error)
+	// CheckFunds gates a conversion to a package: the first period must
+	// be payable (the wallet's start gate).
+	CheckFunds(ctx context.Context, accountID string, needFen int64) error
+	Reserver
+}
+
+// Reserver says what a package's charge must leave spendable: an hour of
+// the account's instances already burning the wallet by the hour, except
+// the one named, read through the transaction that takes the charge.
+type Reserver interface {
+	ReserveFen(ctx context.Context, q gpurent.Queries, accountID, except string) (int64, error)
 }
 
 // Service is the metering service.
-type Service struct{ cfg Config }
+type Service struct {
+	cfg     Config
+	collect *Collector
+}
 
 // New makes the service.
 func New(cfg Config) *Service {
@@ -75,7 +127,21 @@ func New(cfg Config) *Service {
 	if cfg.StorageFenPerGiBDay <= 0 {
 		cfg.StorageFenPerGiBDay = DefaultStorageFenPerGiBDay
 	}
-	return &Service{cfg: cfg}
+	var reserve Reserver
+	if cfg.Wallet != nil {
+		reserve = cfg.Wallet
+	}
+	return &Service{cfg: cfg, collect: NewCollector(cfg.Now, reserve)}
+}
+
+// stop stops an instance through Instances (when set), logging a failure.
+func (s *Service) stop(ctx context.Context, id string) {
+	if s.cfg.Instances == nil {
+		return
+	}
+	if err := s.cfg.Instances.StopUnpaid(ctx, id); err != nil {
+		s.cfg.Logger.Error("stopping an unpaid instance", "instance", id, "err", err)
+	}
 }
 
 // payloadHash identifies an event's content, to tell a replay (same id,
@@ -144,7 +210,7 @@ func (s *Service) Ingest(ctx context.Context, host *gpurent.Host, events []agent
 			if a.State != agentproto.StateRunning || a.AllocationID == "" || a.StartedAt.IsZero() {
 				continue
 			}
-			if err := q.TouchRun(ctx, a.AllocationID, a.StartedAt, now); err != nil {
+			if err := q.TouchRun(ctx, host.ID, a.AllocationID, a.StartedAt, now); err != nil {
 				return err
 			}
 		}
@@ -198,10 +264,8 @@ func (s *Service) billInstances(ctx context.Context, instances map[string]bool) 
 	}
 	// Conflicts with a pass and refusals are the next pass's to retry.
 	d, _ := s.billRuns(ctx, b, runs, s.cfg.Now().UTC())
-	if s.cfg.OnShortfall != nil {
-		for _, id := range d.Shortfall {
-			s.cfg.OnShortfall(ctx, id)
-		}
+	for _, id := range d.Shortfall {
+		s.stop(ctx, id)
 	}
 }
 
@@ -287,7 +351,7 @@ func (s *Service) FinalizeLastMonth(ctx context.Context) error {
 // ReleaseForArrears reviews every account holding a volume and releases
 // the stopped instances of those in arrears past the release time.
 func (s *Service) ReleaseForArrears(ctx context.Context) error {
-	if s.cfg.ReviewArrears == nil {
+	if s.cfg.Wallet == nil {
 		return nil
 	}
 	vols, err := s.cfg.Store.ListVolumeCharges(ctx)
@@ -301,11 +365,11 @@ func (s *Service) ReleaseForArrears(ctx context.Context) error {
 			continue
 		}
 		seen[acc] = true
-		release, err := s.cfg.ReviewArrears(ctx, acc)
+		release, err := s.cfg.Wallet.ReviewArrears(ctx, acc)
 		if err != nil {
 			return err
 		}
-		if !release || s.cfg.OnRelease == nil {
+		if !release || s.cfg.Instances == nil {
 			continue
 		}
 		ins, err := s.cfg.Store.ListInstances(ctx, gpurent.InstanceFilter{AccountID: acc,
@@ -315,7 +379,9 @@ func (s *Service) ReleaseForArrears(ctx context.Context) error {
 		}
 		for _, in := range ins {
 			s.cfg.Logger.Warn("releasing an instance for unpaid arrears", "instance", in.ID, "account", acc)
-			s.cfg.OnRelease(ctx, in.ID)
+			if err := s.cfg.Instances.ReleaseUnpaid(ctx, in.ID); err != nil {
+				s.cfg.Logger.Error("releasing an instance for arrears", "instance", in.ID, "err", err)
+			}
 		}
 	}
 	return nil
@@ -324,7 +390,7 @@ func (s *Service) ReleaseForArrears(ctx context.Context) error {
 // OverLimit lists the running (metered, open) instances of accounts that
 // must stop at their spend limit.
 func (s *Service) OverLimit(ctx context.Context) ([]string, error) {
-	if s.cfg.MustStop == nil {
+	if s.cfg.Wallet == nil {
 		return nil, nil
 	}
 	open, err := s.cfg.Store.ListUsageRuns(ctx, gpurent.UsageRunFilter{OpenOnly: true})
@@ -336,7 +402,7 @@ func (s *Service) OverLimit(ctx context.Context) ([]string, error) {
 	for _, r := range open {
 		stop, ok := verdict[r.AccountID]
 		if !ok {
-			if stop, err = s.cfg.MustStop(ctx, r.AccountID); err != nil {
+			if stop, err = s.cfg.Wallet.MustStop(ctx, r.AccountID); err != nil {
 				return out, err
 			}
 			verdict[r.AccountID] = stop
@@ -396,8 +462,11 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 				s.cfg.Logger.Error("applying plan changes", "err", err)
 			}
 			for _, c := range applied {
-				if s.cfg.OnPlanApplied != nil {
-					s.cfg.OnPlanApplied(ctx, c)
+				if s.cfg.Instances == nil {
+					break
+				}
+				if err := s.cfg.Instances.ReleaseIdleGPUs(ctx, c.InstanceID); err != nil {
+					s.cfg.Logger.Error("releasing a stopped instance's GPUs after a plan change", "instance", c.InstanceID, "err", err)
 				}
 			}
 			d, err := s.Bill(ctx, s.cfg.Book)
@@ -411,9 +480,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			d.Shortfall = append(d.Shortfall, unpaid...)
 			for _, id := range d.Shortfall {
 				s.cfg.Logger.Warn("wallet exhausted: stopping the instance", "instance", id)
-				if s.cfg.OnShortfall != nil {
-					s.cfg.OnShortfall(ctx, id)
-				}
+				s.stop(ctx, id)
 			}
 			if now := s.cfg.Now(); now.Sub(finalized) >= time.Hour {
 				finalized = now
@@ -433,9 +500,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 			}
 			for _, id := range stop {
 				s.cfg.Logger.Warn("spend limit reached: stopping the instance", "instance", id)
-				if s.cfg.OnShortfall != nil {
-					s.cfg.OnShortfall(ctx, id)
-				}
+				s.stop(ctx, id)
 			}
 		}
 	}

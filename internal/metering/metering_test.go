@@ -169,3 +169,39 @@ func TestSilentHost(t *testing.T) {
 func (w *world) running(start time.Time) []agentproto.ActualInstance {
 	return []agentproto.ActualInstance{{InstanceID: w.in.ID, AllocationID: w.alloc.ID, State: agentproto.StateRunning, StartedAt: start}}
 }
+
+// TestTouchRunOtherHost: a host's report that shows another host's run as
+// running does not keep that run alive; the silent owner's run closes at
+// its own last heartbeat.
+func TestTouchRunOtherHost(t *testing.T) {
+	for name, st := range map[string]func(testing.TB) gpurent.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newWorld(t, st(t))
+			start := w.now.Add(-10 * time.Minute)
+			e := agentproto.RunEvent{ID: "open-1", Kind: agentproto.RunStarted, InstanceID: w.in.ID, AllocationID: w.alloc.ID, StartedAt: start}
+			if _, err := w.svc.Ingest(ctx, w.host, []agentproto.RunEvent{e}, w.running(start)); err != nil {
+				t.Fatal(err)
+			}
+			seen := w.now
+			if err := w.st.TouchHost(ctx, w.host.ID, seen); err != nil {
+				t.Fatal(err)
+			}
+			// The host falls silent; the other host claims the run runs.
+			w.now = w.now.Add(5 * time.Minute)
+			if _, err := w.svc.Ingest(ctx, w.other, nil, w.running(start)); err != nil {
+				t.Fatal(err)
+			}
+			runs, err := w.st.ListUsageRuns(ctx, gpurent.UsageRunFilter{InstanceID: w.in.ID})
+			if err != nil || len(runs) != 1 || !runs[0].LastSeenAt.Equal(seen) {
+				t.Fatalf("run after another host's report: %+v %v (want last seen %v)", runs, err, seen)
+			}
+			if n, err := w.svc.CloseSilent(ctx); err != nil || n != 1 {
+				t.Fatalf("silent host: closed %d, %v", n, err)
+			}
+			if total, _ := seconds(t, w.st, w.in.ID); total != int64(seen.Sub(start)/time.Second) {
+				t.Errorf("billed %d s, want %d", total, int64(seen.Sub(start)/time.Second))
+			}
+		})
+	}
+}

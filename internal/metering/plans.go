@@ -125,7 +125,8 @@ type PlanChangeResult struct {
 	Change   *gpurent.PlanChange // nil when a pending change was canceled
 	Canceled *gpurent.PlanChange // the pending change it canceled, if any
 	// ChargedFen is the first period charged (a conversion to a package
-	// from hourly); Unpaid reports that the wallet could not cover it.
+	// from hourly, refused with CodePaymentRequired when the wallet cannot
+	// cover it in full). Unpaid is never set any more (kept for callers).
 	ChargedFen int64
 	Unpaid     bool
 }
@@ -206,45 +207,42 @@ func (s *Service) ChangePlan(ctx context.Context, book PriceBook, acc *gpurent.A
 		}
 		c.State = gpurent.PlanChangePending
 	}
+	if c.State == gpurent.PlanChangePending {
+		if err := s.cfg.Store.AddPlanChange(ctx, c); err != nil {
+			return nil, err
+		}
+		res.Change = c
+		return res, s.planEvent(ctx, in.ID, now, "plan changes from %s to %s at %s, when the paid period ends", c.From, to, c.EffectiveAt.Format(time.RFC3339))
+	}
+	// Arrears and spend limits first; the first period itself is taken
+	// with the change, in one transaction, in full or not at all.
+	if s.cfg.Wallet != nil && acc.Role != gpurent.RoleOperator {
+		if err := s.cfg.Wallet.CheckFunds(ctx, in.AccountID, 0); err != nil {
+			return nil, err
+		}
+	}
 	b, err := book.Book(ctx)
 	if err != nil {
 		return nil, err
 	}
-	acct, err := s.cfg.Store.AccountByID(ctx, in.AccountID)
+	err = s.cfg.Store.InTx(ctx, func(q gpurent.Queries) error {
+		if err := q.AddPlanChange(ctx, c); err != nil {
+			return err
+		}
+		conv := *in
+		conv.Plan = to
+		fen, err := s.CollectDue(ctx, q, b, &conv)
+		if err != nil {
+			return err
+		}
+		res.ChargedFen = fen
+		return q.AddEvent(ctx, &gpurent.Event{ID: gpurent.NewID(gpurent.PrefixEvent), InstanceID: in.ID, At: now, Kind: "plan",
+			Message: fmt.Sprintf("plan changed from hourly to %s: billed by the second until now, the first period charged, GPUs reserved while stopped", to)})
+	})
 	if err != nil {
 		return nil, err
 	}
-	if c.State == gpurent.PlanChangeApplied && s.cfg.CheckFunds != nil && acc.Role != gpurent.RoleOperator {
-		first, err := rating.RatePackage(b, in.TypeID, now, 1, rating.Terms{Plan: to, GPUCount: in.GPUCount, Academic: acct.Academic(now)})
-		if err != nil {
-			return nil, err
-		}
-		if err := s.cfg.CheckFunds(ctx, in.AccountID, first.Fen()); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.cfg.Store.AddPlanChange(ctx, c); err != nil {
-		return nil, err
-	}
 	res.Change = c
-	if c.State == gpurent.PlanChangePending {
-		return res, s.planEvent(ctx, in.ID, now, "plan changes from %s to %s at %s, when the paid period ends", c.From, to, c.EffectiveAt.Format(time.RFC3339))
-	}
-	if err := s.planEvent(ctx, in.ID, now, "plan changed from hourly to %s: billed by the second until now, the first period charged, GPUs reserved while stopped", to); err != nil {
-		return res, err
-	}
-	in.Plan = to
-	changes = append(changes, *c)
-	for _, p := range packagePeriods(in, planSpans(in, changes), now) {
-		fen, dup, short, err := s.chargePeriod(ctx, b, in, acct, p, now)
-		if err != nil {
-			return res, err
-		}
-		if !dup {
-			res.ChargedFen += fen
-			res.Unpaid = res.Unpaid || short
-		}
-	}
 	return res, nil
 }
 

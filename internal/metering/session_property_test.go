@@ -48,10 +48,10 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/billing"
 	"github.com/gpurent/gpurent/internal/catalog"
 	"github.com/gpurent/gpurent/internal/ledger"
 	"github.com/gpurent/gpurent/internal/metering"
+	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rating"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
@@ -337,7 +337,7 @@ type sim struct {
 	now      time.Time
 	st       gpurent.Store
 	svc      *metering.Service
-	prices   *billing.Service
+	prices   *pricing.Service
 	operator *gpurent.Account
 	passes   int
 	reports  int
@@ -820,7 +820,7 @@ func (s *sim) setup() {
 			t.Fatal(err)
 		}
 	}
-	s.prices = billing.New(billing.Config{Store: s.st, Now: s.clock})
+	s.prices = pricing.New(pricing.Config{Store: s.st, Now: s.clock})
 	// Ingest bills what each report changed, as the control plane does.
 	s.svc = metering.New(metering.Config{Store: s.st, Now: s.clock, HostTimeout: time.Minute, Book: s.prices})
 	s.operator = &gpurent.Account{Email: "operator@session.example", Name: "operator", Role: gpurent.RoleOperator, PasswordHash: "x"}

@@ -146,6 +146,7 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 	names := map[string]*gpurent.Instance{}
 	plans := map[string][]planSpan{}
 	void := map[string]bool{}
+	failed := map[string]*time.Time{}
 	down, err := s.hostDowntime(ctx, gpurent.IncidentFilter{AccountID: acc.ID, Since: from})
 	if err != nil {
 		return nil, err
@@ -176,7 +177,11 @@ func (s *Service) compute(ctx context.Context, b *rating.Book, acc *gpurent.Acco
 		} else if void {
 			continue
 		}
-		rated, err := rateRun(b, run, acc, end, plans[in.ID], down[in.ID])
+		runDown, err := s.downOf(ctx, failed, run, down[in.ID], end)
+		if err != nil {
+			return nil, err
+		}
+		rated, err := rateRun(b, run, acc, end, plans[in.ID], runDown)
 		if err != nil {
 			return nil, err
 		}

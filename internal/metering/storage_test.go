@@ -62,16 +62,36 @@ func TestChargeStorage(t *testing.T) {
 	}
 }
 
+// arrearsOf is a wallet whose one account is past its release time and
+// an instance service that records the releases.
+type arrearsOf struct {
+	account  string
+	released []string
+}
+
+func (a *arrearsOf) ReviewArrears(_ context.Context, acc string) (bool, error) {
+	return acc == a.account, nil
+}
+func (a *arrearsOf) MustStop(context.Context, string) (bool, error)  { return false, nil }
+func (a *arrearsOf) CheckFunds(context.Context, string, int64) error { return nil }
+func (a *arrearsOf) ReserveFen(context.Context, gpurent.Queries, string, string) (int64, error) {
+	return 0, nil
+}
+func (a *arrearsOf) StopUnpaid(context.Context, string) error      { return nil }
+func (a *arrearsOf) ReleaseIdleGPUs(context.Context, string) error { return nil }
+func (a *arrearsOf) ReleaseUnpaid(_ context.Context, id string) error {
+	a.released = append(a.released, id)
+	return nil
+}
+
 // TestReleaseForArrears: accounts past their release time have their
 // stopped instances released; running ones are not touched.
 func TestReleaseForArrears(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t)
 	w := newWorld(t, st)
-	var released []string
-	svc := metering.New(metering.Config{Store: st, Now: func() time.Time { return w.now },
-		ReviewArrears: func(_ context.Context, acc string) (bool, error) { return acc == w.in.AccountID, nil },
-		OnRelease:     func(_ context.Context, id string) { released = append(released, id) }})
+	arrears := &arrearsOf{account: w.in.AccountID}
+	svc := metering.New(metering.Config{Store: st, Now: func() time.Time { return w.now }, Wallet: arrears, Instances: arrears})
 	stopped := &gpurent.Instance{AccountID: w.in.AccountID, Name: "stopped", Image: "busybox", TypeID: "h100-80g-sxm",
 		GPUCount: 1, State: gpurent.StateStopped, Plan: gpurent.PlanHourly}
 	if err := st.CreateInstance(ctx, stopped); err != nil {
@@ -83,6 +103,7 @@ func TestReleaseForArrears(t *testing.T) {
 	if err := svc.ReleaseForArrears(ctx); err != nil {
 		t.Fatal(err)
 	}
+	released := arrears.released
 	if len(released) != 1 || released[0] != stopped.ID {
 		t.Errorf("released %v, want only the stopped instance %s", released, stopped.ID)
 	}

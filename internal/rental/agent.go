@@ -2,6 +2,7 @@ package rental
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/gpurent/gpurent"
@@ -49,7 +50,7 @@ func (s *Service) Desired(ctx context.Context, hostID string, after int64) (*age
 	deadline := time.NewTimer(s.cfg.PollWait)
 	defer deadline.Stop()
 	var recheck <-chan time.Time
-	if s.store.Backend() != "sqlite" { // SQLite has one writer: this process
+	if !s.store.SoleWriter() { // another process may bump a generation: recheck
 		every := recheckInterval
 		if s.watching.Load() {
 			every = recheckIntervalWatching
@@ -92,11 +93,14 @@ func (s *Service) desired(ctx context.Context, h *gpurent.Host) (*agentproto.Des
 	for i := range ops {
 		opOf[ops[i].InstanceID] = &ops[i]
 	}
-	d := &agentproto.Desired{HostID: h.ID, Generation: h.Generation, Instances: []agentproto.DesiredInstance{}}
+	d := &agentproto.Desired{HostID: h.ID, Generation: h.Generation, Instances: []agentproto.DesiredInstance{}, Registry: s.cfg.Registry}
+	if d.Prepull, err = s.prepulled(ctx); err != nil {
+		return nil, err
+	}
 	for _, in := range list {
 		di := agentproto.DesiredInstance{
 			InstanceID: in.ID, AllocationID: in.AllocationID, Image: in.Image,
-			GPUUUIDs: in.GPUIDs, CPUMilli: in.CPUMilli, MemoryMiB: in.MemoryMiB,
+			GPUUUIDs: in.GPUIDs, CPUMilli: in.CPUMilli, MemoryMiB: in.MemoryMiB, Startup: in.StartupCommand,
 		}
 		if di.GPUUUIDs == nil {
 			di.GPUUUIDs = []string{}
@@ -122,14 +126,16 @@ func (s *Service) desired(ctx context.Context, h *gpurent.Host) (*agentproto.Des
 			di.VolumeName, di.VolumeGiB = v.Name, v.SizeGiB
 		}
 		if op := opOf[in.ID]; op != nil && in.State != gpurent.StateDeleting {
-			if err := s.sourceView(ctx, op, &in, &di); err != nil {
+			if err := s.moves.SourceView(ctx, op, &in, &di); err != nil {
 				return nil, err
 			}
 		}
 		d.Instances = append(d.Instances, di)
 	}
-	if err := s.addMoves(ctx, h, ops, d); err != nil {
-		return nil, err
+	if s.moves != nil {
+		if err := s.moves.AddMoves(ctx, h, ops, d); err != nil {
+			return nil, err
+		}
 	}
 	jobs, err := s.store.ListBenchJobs(ctx, gpurent.BenchJobFilter{HostID: h.ID, OpenOnly: true})
 	if err != nil {
@@ -152,9 +158,12 @@ func (s *Service) ApplyReport(ctx context.Context, host *gpurent.Host, rep agent
 	for _, a := range rep.Instances {
 		actual[a.InstanceID] = a
 	}
-	busy, err := s.applyMoves(ctx, host, actual)
-	if err != nil {
-		return agentproto.ReportResponse{}, err
+	busy := map[string]bool{}
+	if s.moves != nil {
+		var err error
+		if busy, err = s.moves.ApplyMoves(ctx, host, actual); err != nil {
+			return agentproto.ReportResponse{}, err
+		}
 	}
 	list, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{HostID: host.ID, ActiveOnly: true})
 	if err != nil {
@@ -168,12 +177,22 @@ func (s *Service) ApplyReport(ctx context.Context, host *gpurent.Host, rep agent
 		if !ok {
 			a = agentproto.ActualInstance{InstanceID: in.ID, State: agentproto.StateAbsent}
 		}
-		if !needsChange(&in, a) {
+		if pulling(&in, a) {
+			if err := s.setPullProgress(ctx, in.ID, a); err != nil {
+				return agentproto.ReportResponse{}, err
+			}
 			continue
 		}
-		if _, err := s.apply(ctx, nil, in.ID, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
-			return s.transition(ctx, q, in, a, host, now)
-		}); err != nil {
+		if needsChange(&in, a) {
+			if _, err := s.apply(ctx, nil, in.ID, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
+				return s.transition(ctx, q, in, a, host, now)
+			}); err != nil {
+				return agentproto.ReportResponse{}, err
+			}
+		}
+		// After the transition, so that "running" comes before what the
+		// startup command did since.
+		if err := s.recordStartup(ctx, &in, a); err != nil {
 			return agentproto.ReportResponse{}, err
 		}
 	}
@@ -182,6 +201,41 @@ func (s *Service) ApplyReport(ctx context.Context, host *gpurent.Host, rep agent
 		return agentproto.ReportResponse{}, err
 	}
 	return agentproto.ReportResponse{Generation: h.Generation}, nil
+}
+
+// pulling reports whether a says how the pull of the provisioning
+// instance's image stands, and that is news.
+func pulling(in *gpurent.Instance, a agentproto.ActualInstance) bool {
+	return in.State == gpurent.StateProvisioning && a.State == agentproto.StateCreating && in.AllocationID != "" &&
+		a.AllocationID == in.AllocationID && a.Message != "" && progressText(a.Message) != in.StateReason
+}
+
+// progressText bounds an agent's progress message.
+func progressText(m string) string {
+	if len(m) > 200 {
+		m = m[:200]
+	}
+	return strings.ToValidUTF8(m, "")
+}
+
+// setPullProgress shows how the pull of the instance's image stands as its
+// state reason (no event, no new desired state: it is only news).
+func (s *Service) setPullProgress(ctx context.Context, id string, a agentproto.ActualInstance) error {
+	return s.store.InTx(ctx, func(q gpurent.Queries) error {
+		in, err := q.InstanceByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !pulling(in, a) {
+			return nil
+		}
+		in.StateReason, in.UpdatedAt = progressText(a.Message), s.now().UTC()
+		err = q.UpdateInstance(ctx, in)
+		if gpurent.IsCode(err, gpurent.CodeConflict) {
+			return nil // changed meanwhile: the next report tells again
+		}
+		return err
+	})
 }
 
 // needsChange is a cheap first look, outside any transaction.
@@ -207,13 +261,13 @@ func (s *Service) transition(ctx context.Context, q gpurent.Queries, in *gpurent
 	case gpurent.StateProvisioning, gpurent.StateRunning:
 		if a.State == agentproto.StateRunning {
 			in.State, in.StateReason = gpurent.StateRunning, ""
-			return newEvent(in.ID, now, "running", "running on host %s (%s runtime)", host.Name, host.Runtime), nil
+			return NewEvent(in.ID, now, "running", "running on host %s (%s runtime)", host.Name, host.Runtime), nil
 		}
 		if err := endAllocation(ctx, q, in, now, "failed"); err != nil {
 			return nil, err
 		}
-		in.State, in.StateReason = gpurent.StateFailed, a.Message
-		return newEvent(in.ID, now, "failed", "failed on host %s: %s; GPUs released, volume kept", host.Name, a.Message), nil
+		in.State, in.StateReason = gpurent.StateFailed, FailedReason(a.Message)
+		return NewEvent(in.ID, now, "failed", "failed on host %s: %s; GPUs released, volume kept", host.Name, in.StateReason), nil
 	case gpurent.StateStopping:
 		if in.Plan == gpurent.PlanHourly {
 			if err := endAllocation(ctx, q, in, now, "stop"); err != nil {
@@ -225,12 +279,12 @@ func (s *Service) transition(ctx context.Context, q gpurent.Queries, in *gpurent
 		if in.AllocationID != "" {
 			msg = "stopped; GPUs stay reserved for the " + string(in.Plan) + " package, volume kept"
 		}
-		return newEvent(in.ID, now, "stopped", "%s", msg), nil
+		return NewEvent(in.ID, now, "stopped", "%s", msg), nil
 	case gpurent.StateDeleting:
 		if err := finishDelete(ctx, q, in, now); err != nil {
 			return nil, err
 		}
-		return newEvent(in.ID, now, "deleted", "container and volume removed"), nil
+		return NewEvent(in.ID, now, "deleted", "container and volume removed"), nil
 	}
 	return nil, nil
 }

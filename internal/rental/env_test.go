@@ -6,54 +6,38 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
+	"github.com/gpurent/gpurent/internal/move"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
 const (
-	h100      = "h100-80g-sxm"
-	zoneA     = "cd-tianfu-a"
-	zoneB     = "cd-gaoxin-b"
-	joinToken = "join-rental-test"
+	h100  = "h100-80g-sxm"
+	a100  = "a100-80g-sxm"
+	zoneA = "cd-tianfu-a"
+	zoneB = "cd-gaoxin-b"
 )
 
-// clock is a settable clock for Config.Now; safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
+func newClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
-func newClock() *clock {
-	return &clock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// env is a rental and a fleet service over one real store, wired as the
-// composition root wires them, with a fake clock.
+// env is a rental service (with its move workflow) and a fleet service over
+// one real store, wired as the composition root wires them, with a fake
+// clock.
 type env struct {
 	t     testing.TB
 	ctx   context.Context
 	st    gpurent.Store
-	clock *clock
+	clock *clocktest.Clock
 	rent  *rental.Service
 	fleet *fleet.Service
 	alice *gpurent.Account
@@ -77,9 +61,12 @@ func newEnvWith(t testing.TB, st gpurent.Store, o options) *env {
 	storetest.SeedCatalog(t, st)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &env{t: t, ctx: ctx, st: st, clock: newClock()}
-	e.rent = rental.New(rental.Config{Store: st, Now: e.clock.Now, Logger: log,
-		PollWait: o.pollWait, HostTimeout: 30 * time.Second})
-	e.fleet = fleet.New(fleet.Config{Store: st, Now: e.clock.Now, Logger: log, JoinToken: joinToken,
+	e.rent = rental.NewWithMoves(rental.Config{Store: st, Now: e.clock.Now, Logger: log,
+		PollWait: o.pollWait, HostTimeout: 30 * time.Second},
+		func(r *rental.Service) rental.Moves {
+			return move.New(move.Config{Store: st, Lifecycle: r, Now: e.clock.Now, Logger: log})
+		})
+	e.fleet = fleet.New(fleet.Config{Store: st, Now: e.clock.Now, Logger: log,
 		OnChange: e.rent.Invalidate, HostTimeout: 30 * time.Second})
 	e.alice = e.account("alice@example.com", gpurent.RoleCustomer)
 	e.bob = e.account("bob@example.com", gpurent.RoleCustomer)
@@ -106,11 +93,21 @@ func gpuInfos(host, typ string, n int) []agentproto.GPUInfo {
 	return out
 }
 
+// joinToken mints a one-time join token for host name in zone.
+func (e *env) joinToken(zone, name string) string {
+	e.t.Helper()
+	tok, _, err := e.fleet.MintJoinToken(e.ctx, zone, name, 0, "")
+	if err != nil {
+		e.t.Fatalf("mint a join token: %v", err)
+	}
+	return tok
+}
+
 // register registers a host of n GPUs of typ through the fleet service, as
 // its agent would, and returns it.
 func (e *env) register(name, zone, typ string, n int) *gpurent.Host {
 	e.t.Helper()
-	req := agentproto.RegisterRequest{JoinToken: joinToken, Name: name, Zone: zone,
+	req := agentproto.RegisterRequest{JoinToken: e.joinToken(zone, name), Name: name, Zone: zone,
 		CPUMilli: 256_000, MemoryMiB: 4 << 20, DiskGiB: 7680, Runtime: "docker", AgentVersion: "test",
 		GPUs: gpuInfos(name, typ, n)}
 	resp, err := e.fleet.Register(e.ctx, req)
@@ -280,4 +277,13 @@ func (e *env) heartbeat(hostID string) {
 	if err := e.fleet.Report(e.ctx, e.host(hostID), agentproto.Report{At: e.clock.Now(), Runtime: "docker"}); err != nil {
 		e.t.Fatalf("heartbeat of %s: %v", hostID, err)
 	}
+}
+
+func (e *env) allocation(id string) *gpurent.Allocation {
+	e.t.Helper()
+	a, err := e.st.AllocationByID(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("read allocation %s: %v", id, err)
+	}
+	return a
 }

@@ -21,6 +21,9 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 	if acc == nil {
 		return nil, false, gpurent.Errorf(gpurent.CodeUnauthorized, "sign in first")
 	}
+	if err := s.resolveImage(ctx, &r); err != nil {
+		return nil, false, err
+	}
 	if err := s.normalize(&r); err != nil {
 		return nil, false, err
 	}
@@ -42,7 +45,7 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 	// decided by the claim: (account, key) is unique.
 	hash := r.hash()
 	if r.IdempotencyKey != "" {
-		defer s.keys.lock(acc.ID + "\x00" + r.IdempotencyKey)()
+		defer s.keys.Lock(acc.ID + "\x00" + r.IdempotencyKey)()
 		if d, err := s.byKey(ctx, acc, r.IdempotencyKey, hash); d != nil || err != nil {
 			return d, false, err
 		}
@@ -57,6 +60,15 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 	if r.Count == 0 {
 		req.CPUMilli, req.MemoryMiB = s.cfg.NoGPUCPUMilli, s.cfg.NoGPUMemoryMiB
 	}
+	// Hosts that hold the image already (pre-pulled) start it without a
+	// pull: placement prefers them.
+	holding, err := s.store.HostsHolding(ctx, r.Image)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(holding) > 0 {
+		req.Prefer = sched.NewHostSet(holding...)
+	}
 	for attempt := 0; attempt < claimAttempts; attempt++ {
 		p, res, err := s.snap.plan(ctx, req)
 		if err != nil {
@@ -70,7 +82,7 @@ func (s *Service) Rent(ctx context.Context, acc *gpurent.Account, r RentRequest)
 			return nil, false, err
 		}
 		d, err := s.claimNew(ctx, acc, r, hash, req, p)
-		res.done(err == nil)
+		res.Done(err == nil)
 		switch {
 		case err == nil:
 			s.hub.notify(p.HostID)
@@ -162,6 +174,7 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 		TypeID: r.TypeID, GPUCount: r.Count, ZoneID: r.ZoneID, HostID: p.HostID,
 		State: gpurent.StateProvisioning, Plan: r.Plan, CPUMilli: req.CPUMilli, MemoryMiB: req.MemoryMiB,
 		IdempotencyKey: r.IdempotencyKey, RequestHash: hash, CreatedAt: now, UpdatedAt: now,
+		StartupCommand: r.StartupCommand,
 	}
 	if in.Name == "" {
 		in.Name = fmt.Sprintf("%s-x%d-%s", r.TypeID, r.Count, in.ID[len(in.ID)-4:])
@@ -181,11 +194,15 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 		listing = "degraded " + r.TypeID
 	}
 	events := []*gpurent.Event{
-		newEvent(in.ID, now, "created", "requested %d x %s, image %s", r.Count, listing, r.Image),
-		newEvent(in.ID, now, "placed", "placed on host %s, GPUs %s; provisioning", hostName, strings.Join(p.GPUIDs, ",")),
+		NewEvent(in.ID, now, "created", "requested %d x %s, image %s", r.Count, listing, r.Image),
+		NewEvent(in.ID, now, "placed", "placed on host %s, GPUs %s; provisioning", hostName, strings.Join(p.GPUIDs, ",")),
 	}
 	placed := events[1].Message
-	err := s.store.InTx(ctx, func(q gpurent.Queries) error {
+	collect, err := s.packageCollector(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = s.store.InTx(ctx, func(q gpurent.Queries) error {
 		if err := q.CreateInstance(ctx, in); err != nil {
 			if gpurent.IsCode(err, gpurent.CodeConflict) {
 				return errKeyTaken
@@ -207,6 +224,12 @@ func (s *Service) claimNew(ctx context.Context, acc *gpurent.Account, r RentRequ
 			if gpurent.IsCode(err, gpurent.CodeConflict) {
 				return errGPUTaken
 			}
+			return err
+		}
+		// A package's first period is paid here or the claim is undone:
+		// concurrent rents of one account are decided by the account's
+		// lock that the charge takes.
+		if err := collectPackage(ctx, q, collect, in); err != nil {
 			return err
 		}
 		for _, e := range events {
@@ -293,10 +316,13 @@ func (s *Service) normalize(r *RentRequest) error {
 	default:
 		return gpurent.Errorf(gpurent.CodeInvalid, "plan must be hourly, daily, weekly or monthly, got %q", r.Plan)
 	}
+	if err := CheckStartupCommand(r.StartupCommand); err != nil {
+		return err
+	}
 	if r.Name != "" && !validName(r.Name) {
 		return gpurent.Errorf(gpurent.CodeInvalid, "name must be 1-63 letters, digits, '.', '_' or '-'")
 	}
-	return nil
+	return s.cfg.Images.Check(r.Image)
 }
 
 func validName(n string) bool {
@@ -322,7 +348,7 @@ func (s *Service) Get(ctx context.Context, acc *gpurent.Account, id string) (*De
 }
 
 // owned reads an instance the account may see.
-func (s *Service) owned(ctx context.Context, q gpurent.Queries, acc *gpurent.Account, id string) (*gpurent.Instance, error) {
+func (s *Service) owned(ctx context.Context, q gpurent.InstanceStore, acc *gpurent.Account, id string) (*gpurent.Instance, error) {
 	if acc == nil {
 		return nil, gpurent.Errorf(gpurent.CodeUnauthorized, "sign in first")
 	}
@@ -507,10 +533,10 @@ func (s *Service) Stop(ctx context.Context, acc *gpurent.Account, id string) (*D
 		switch in.State {
 		case gpurent.StatePending, gpurent.StateProvisioning, gpurent.StateRunning:
 			in.State, in.StateReason = gpurent.StateStopping, "stop requested"
-			return newEvent(in.ID, now, "stopping", "stop requested; data on the volume is kept"), nil
+			return NewEvent(in.ID, now, "stopping", "stop requested; data on the volume is kept"), nil
 		case gpurent.StateFailed:
 			in.State, in.StateReason = gpurent.StateStopped, "stopped after failure"
-			return newEvent(in.ID, now, "stopped", "stopped after failure"), nil
+			return NewEvent(in.ID, now, "stopped", "stopped after failure"), nil
 		default:
 			return nil, gpurent.Errorf(gpurent.CodeConflict, "instance %s is %s", in.ID, in.State)
 		}
@@ -535,9 +561,18 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 	default:
 		return nil, gpurent.Errorf(gpurent.CodeConflict, "instance %s is %s; it can be started once stopped", in.ID, in.State)
 	}
-	if gt, err := s.snap.gpuType(ctx, in.TypeID); err != nil {
-		return nil, err
-	} else if err := s.checkFunds(ctx, acc, s.firstCharge(gt, gpurent.PlanHourly, in.GPUCount)); err != nil {
+	// The start gate: an hour of the hourly price on top of what the
+	// account's running instances burn; a package's periods are prepaid
+	// (one due now is collected as the start claims, in startOn).
+	need := int64(0)
+	if in.Plan == gpurent.PlanHourly || in.Plan == "" {
+		gt, err := s.snap.gpuType(ctx, in.TypeID)
+		if err != nil {
+			return nil, err
+		}
+		need = s.firstCharge(gt, gpurent.PlanHourly, in.GPUCount)
+	}
+	if err := s.checkFunds(ctx, acc, need); err != nil {
 		return nil, err
 	}
 	var p sched.Placement
@@ -545,7 +580,7 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 		req := sched.Request{TypeID: in.TypeID, Count: in.GPUCount, HostID: in.HostID,
 			CPUMilli: in.CPUMilli, MemoryMiB: in.MemoryMiB}
 		for attempt := 0; ; attempt++ {
-			var res *reservation
+			var res *Reservation
 			p, res, err = s.snap.plan(ctx, req)
 			if err != nil {
 				if gpurent.IsCode(err, gpurent.CodeUnavailable) {
@@ -556,7 +591,7 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 				return nil, err
 			}
 			out, err := s.startOn(ctx, acc, id, p)
-			res.done(err == nil)
+			res.Done(err == nil)
 			if errors.Is(err, errGPUTaken) {
 				s.snap.invalidate()
 				if attempt < claimAttempts {
@@ -581,6 +616,10 @@ func (s *Service) Start(ctx context.Context, acc *gpurent.Account, id string) (*
 // startOn claims p (unless the instance still holds GPUs) and sets the
 // instance provisioning.
 func (s *Service) startOn(ctx context.Context, acc *gpurent.Account, id string, p sched.Placement) (*gpurent.Instance, error) {
+	collect, err := s.packageCollector(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return s.apply(ctx, acc, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
 		switch in.State {
 		case gpurent.StateProvisioning, gpurent.StateRunning:
@@ -588,6 +627,11 @@ func (s *Service) startOn(ctx context.Context, acc *gpurent.Account, id string, 
 		case gpurent.StateStopped, gpurent.StateFailed:
 		default:
 			return nil, gpurent.Errorf(gpurent.CodeConflict, "instance %s is %s", in.ID, in.State)
+		}
+		// A package period begun and not charged yet is collected
+		// before the instance runs, or the start is refused.
+		if err := collectPackage(ctx, q, collect, in); err != nil {
+			return nil, err
 		}
 		if in.AllocationID == "" {
 			if p.HostID == "" {
@@ -604,7 +648,7 @@ func (s *Service) startOn(ctx context.Context, acc *gpurent.Account, id string, 
 			in.AllocationID, in.GPUIDs, in.HostID = a.ID, a.GPUIDs, p.HostID
 		}
 		in.State, in.StateReason = gpurent.StateProvisioning, "start requested"
-		return newEvent(in.ID, now, "starting", "start requested on host %s, GPUs %s; provisioning",
+		return NewEvent(in.ID, now, "starting", "start requested on host %s, GPUs %s; provisioning",
 			in.HostID, strings.Join(in.GPUIDs, ",")), nil
 	})
 }
@@ -626,10 +670,10 @@ func (s *Service) Delete(ctx context.Context, acc *gpurent.Account, id string) (
 			if err := finishDelete(ctx, q, in, now); err != nil {
 				return nil, err
 			}
-			return newEvent(in.ID, now, "deleted", "deleted"), nil
+			return NewEvent(in.ID, now, "deleted", "deleted"), nil
 		}
 		in.State, in.StateReason = gpurent.StateDeleting, "delete requested"
-		return newEvent(in.ID, now, "deleting", "delete requested; the container and its volume are being removed"), nil
+		return NewEvent(in.ID, now, "deleting", "delete requested; the container and its volume are being removed"), nil
 	})
 	if err != nil {
 		return nil, err
@@ -652,8 +696,9 @@ func finishDelete(ctx context.Context, q gpurent.Queries, in *gpurent.Instance, 
 }
 
 // StopUnpaid stops an instance whose wallet could not pay for its usage:
-// the system acting, gracefully, the volume kept. Other states are left
-// as they are.
+// the system acting, gracefully, the volume kept; a stopped one on the
+// hourly plan (a package that lapsed unpaid) has its GPUs released. Other
+// states are left as they are.
 func (s *Service) StopUnpaid(ctx context.Context, id string) error {
 	_, err := s.apply(ctx, nil, id, func(q gpurent.Queries, in *gpurent.Instance, now time.Time) (*gpurent.Event, error) {
 		if op, err := q.ActiveOperation(ctx, in.ID); err == nil && op.Step != gpurent.StepCleanup {
@@ -664,7 +709,17 @@ func (s *Service) StopUnpaid(ctx context.Context, id string) error {
 		switch in.State {
 		case gpurent.StateProvisioning, gpurent.StateRunning:
 			in.State, in.StateReason = gpurent.StateStopping, "balance exhausted"
-			return newEvent(in.ID, now, "stopping", "the balance ran out: stopping gracefully; data on the volume is kept"), nil
+			return NewEvent(in.ID, now, "stopping", "the balance ran out: stopping gracefully; data on the volume is kept"), nil
+		case gpurent.StateStopped, gpurent.StateFailed:
+			// A stopped package whose period went unpaid is on the
+			// hourly plan now: it holds its GPUs no longer.
+			if in.Plan != gpurent.PlanHourly || in.AllocationID == "" {
+				return nil, nil
+			}
+			if err := endAllocation(ctx, q, in, now, "unpaid"); err != nil {
+				return nil, err
+			}
+			return NewEvent(in.ID, now, "released", "GPUs released: the package period went unpaid; volume kept"), nil
 		}
 		return nil, nil
 	})
@@ -688,12 +743,47 @@ func (s *Service) firstCharge(gt *gpurent.GPUType, plan gpurent.Plan, count int)
 	return gt.PriceHourlyFen * n
 }
 
+// packageCollector prepares, before a claim's transaction, what takes a
+// package's due periods in it (nil: none configured).
+func (s *Service) packageCollector(ctx context.Context) (Collect, error) {
+	if s.cfg.Packages == nil || s.cfg.Prices == nil {
+		return nil, nil
+	}
+	b, err := s.cfg.Prices.Book(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, q gpurent.Queries, in *gpurent.Instance) error {
+		_, err := s.cfg.Packages.CollectDue(ctx, q, b, in)
+		return err
+	}, nil
+}
+
+// collectPackage takes the package instance's due periods through q with
+// collect (see Config.Packages); nothing for the hourly plan.
+func collectPackage(ctx context.Context, q gpurent.Queries, collect Collect, in *gpurent.Instance) error {
+	if collect == nil || in.Plan == gpurent.PlanHourly || in.Plan == "" {
+		return nil
+	}
+	return collect(ctx, q, in)
+}
+
 // checkFunds is the start gate: at least one hour of the list price must be
 // spendable (operators rent without a wallet check: their usage is the
 // house's).
 func (s *Service) checkFunds(ctx context.Context, acc *gpurent.Account, hourFen int64) error {
+	return s.checkFundsFor(ctx, acc, "", hourFen)
+}
+
+// checkFundsFor is checkFunds for a change of an instance that may burn
+// the wallet now (an upgrade or move of a running one): its own hour is
+// not kept back where the gate keeps one (FundsExcept).
+func (s *Service) checkFundsFor(ctx context.Context, acc *gpurent.Account, instanceID string, hourFen int64) error {
 	if s.cfg.Funds == nil || acc.Role == gpurent.RoleOperator {
 		return nil
+	}
+	if f, ok := s.cfg.Funds.(FundsExcept); ok && instanceID != "" {
+		return f.CheckFundsExcept(ctx, acc.ID, instanceID, hourFen)
 	}
 	return s.cfg.Funds.CheckFunds(ctx, acc.ID, hourFen)
 }
@@ -709,7 +799,7 @@ func (s *Service) ReleaseIdleGPUs(ctx context.Context, id string) error {
 		if err := endAllocation(ctx, q, in, now, "plan"); err != nil {
 			return nil, err
 		}
-		return newEvent(in.ID, now, "released", "GPUs released: the stopped instance is on the hourly plan now; volume kept"), nil
+		return NewEvent(in.ID, now, "released", "GPUs released: the stopped instance is on the hourly plan now; volume kept"), nil
 	})
 	return err
 }
@@ -722,7 +812,7 @@ func (s *Service) ReleaseUnpaid(ctx context.Context, id string) error {
 			return nil, nil
 		}
 		in.State, in.StateReason = gpurent.StateDeleting, "released: storage arrears unpaid"
-		return newEvent(in.ID, now, "deleting", "released after %d days of unpaid storage arrears; container and volume are removed",
+		return NewEvent(in.ID, now, "deleting", "released after %d days of unpaid storage arrears; container and volume are removed",
 			15), nil
 	})
 	return err

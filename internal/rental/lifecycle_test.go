@@ -202,7 +202,7 @@ func TestFailedReport(t *testing.T) {
 	const why = `pull image "busybox:1.36": not found`
 	e.report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateFailed, Message: why})
 	got := e.instance(in.ID)
-	if got.State != gpurent.StateFailed || got.StateReason != why {
+	if got.State != gpurent.StateFailed || !strings.HasPrefix(got.StateReason, why+"; check the image name") {
 		t.Fatalf("after a failed report: %s (%q), want failed (%q)", got.State, got.StateReason, why)
 	}
 	if got.AllocationID != "" || held(e.host(h.ID)) != 0 {

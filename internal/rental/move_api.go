@@ -1,10 +1,9 @@
 package rental
 
-import (
-	"context"
+import "github.com/gpurent/gpurent"
 
-	"github.com/gpurent/gpurent"
-)
+// The move requests and answers: this service's callers make them, and
+// internal/move, the workflow that answers them, takes them as they are.
 
 // UpgradeRequest asks for other GPUs under an instance: another type, more
 // or fewer of them, or none (no-GPU mode) and back.
@@ -67,41 +66,4 @@ type UpgradePlan struct {
 type OperationDetail struct {
 	Operation gpurent.Operation
 	Instance  gpurent.Instance
-}
-
-// PlanUpgrade says what Upgrade would do now, without claiming anything.
-func (s *Service) PlanUpgrade(ctx context.Context, acc *gpurent.Account, id string, r UpgradeRequest) (*UpgradePlan, error) {
-	return s.planUpgrade(ctx, acc, id, r)
-}
-
-// Upgrade moves the instance to other GPUs: the target is claimed first,
-// then the instance switches (same host: its file system carried; another
-// host: copied while it runs, then a short stop and a final delta) and is
-// billed at the new price from the instant the new container starts. A
-// stopped hourly instance just changes what it will start with. created is
-// false when an earlier request with the same key made the operation.
-func (s *Service) Upgrade(ctx context.Context, acc *gpurent.Account, id string, r UpgradeRequest) (d *OperationDetail, created bool, err error) {
-	return s.upgrade(ctx, acc, id, r)
-}
-
-// Migrate moves the instance, same GPU type and count, to another host.
-func (s *Service) Migrate(ctx context.Context, acc *gpurent.Account, id string, r MigrateRequest) (d *OperationDetail, created bool, err error) {
-	return s.migrate(ctx, acc, id, r)
-}
-
-// StartWith starts a stopped instance as Start does and, when its host has
-// no free GPU, moves or queues it as o says. op is the operation made, if
-// any (moved or queued start).
-func (s *Service) StartWith(ctx context.Context, acc *gpurent.Account, id string, o StartOptions) (d *Detail, op *gpurent.Operation, err error) {
-	return s.startWith(ctx, acc, id, o)
-}
-
-// Operations lists the instance's operations, newest first.
-func (s *Service) Operations(ctx context.Context, acc *gpurent.Account, id string) ([]gpurent.Operation, error) {
-	return s.operations(ctx, acc, id)
-}
-
-// CancelQueued cancels the instance's queued start; nothing was claimed.
-func (s *Service) CancelQueued(ctx context.Context, acc *gpurent.Account, id string) (*gpurent.Operation, error) {
-	return s.cancelQueued(ctx, acc, id)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/imageref"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
@@ -82,7 +83,7 @@ func TestRentValidation(t *testing.T) {
 		with(func(r *rental.RentRequest) { r.VolumeGiB = 4096; r.Name = strings.Repeat("n", 63) }),
 		with(func(r *rental.RentRequest) {
 			r.Count = 6
-			r.Image = "  registry.example.com:5000/team/train@sha256:0123  "
+			r.Image = "  registry.example.com:5000/team/train@sha256:" + strings.Repeat("0123", 16) + "  "
 			r.Name = "Train_v1.2-x"
 			r.Plan = gpurent.PlanWeekly
 		}),
@@ -561,4 +562,30 @@ func TestRentIdempotencyReplayWhenFull(t *testing.T) {
 	other.Image = "other:1"
 	_, _, err = e.rent.Rent(e.ctx, e.alice, other)
 	wantCode(t, err, gpurent.CodeConflict, "the key with another request on a full fleet")
+}
+
+// TestRentChecksImageRegistry: an image from a registry off the operator's
+// allow-list, or on the host itself, is refused at rent with why; an
+// allowed one rents.
+func TestRentChecksImageRegistry(t *testing.T) {
+	e := newEnv(t, storetest.SQLite(t))
+	policy, err := imageref.NewPolicy([]string{"docker.io", "registry.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rent = rental.New(rental.Config{Store: e.st, Now: e.clock.Now, HostTimeout: 30 * time.Second, Images: policy})
+	e.register("img-1", "cd-tianfu-a", "rtx4090-24g", 2)
+	for img, want := range map[string]string{
+		"localhost:5000/x:1":         "host itself",
+		"127.0.0.1:5000/x:1":         "loopback",
+		"169.254.169.254/meta":       "link-local",
+		"10.0.0.8:5000/internal/x":   "private address",
+		"u:p@registry.example.com/x": "user information",
+		"quay.io/someone/img":        "does not allow",
+	} {
+		_, _, err := e.rent.Rent(e.ctx, e.alice, rental.RentRequest{TypeID: "rtx4090-24g", Count: 1, Image: img})
+		wantCode(t, err, gpurent.CodeInvalid, img)
+		wantMessage(t, err, want)
+	}
+	e.mustRent(e.alice, rental.RentRequest{TypeID: "rtx4090-24g", Count: 1, Image: "registry.example.com/base/cuda:12"})
 }

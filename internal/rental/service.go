@@ -2,6 +2,10 @@
 // stop, start, delete, the desired state each host's agent converges to, and
 // the transitions that agents' reports drive.
 //
+// The move workflow (upgrade, migrate, failover, moved and queued starts)
+// is internal/move, built on this package's lifecycle primitives (Apply,
+// Reserve, Shape...) and known here only as Moves (see moves.go).
+//
 // The database decides every race: placement plans on an in-memory snapshot
 // of the fleet, and the store's atomic claim (one open allocation per GPU,
 // enforced by a constraint) accepts or refuses it; a refused plan drops the
@@ -20,11 +24,43 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/imageref"
+	"github.com/gpurent/gpurent/internal/keymutex"
+	"github.com/gpurent/gpurent/internal/rating"
 )
+
+// Store is what the rental service reads and writes: instances, their
+// volumes, allocations, operations and events, and the hosts whose desired
+// state it bumps, in transactions; the catalog it places by; whether other
+// processes write too (its long poll rechecks then); and, read only, the
+// accounts and the benchmark jobs that hold GPUs.
+type Store interface {
+	// Its own.
+	gpurent.InstanceStore
+	gpurent.VolumeStore
+	gpurent.AllocationStore
+	gpurent.OperationStore
+	gpurent.EventStore
+	// The hosts whose desired state it bumps, the catalog it places by.
+	gpurent.FleetStore
+	gpurent.CatalogStore
+	// Its transactions, and whether other processes write too.
+	gpurent.Transactor
+	gpurent.WriterScope
+	// Read only.
+	AccountByID(ctx context.Context, id string) (*gpurent.Account, error)
+	ListBenchJobs(ctx context.Context, f gpurent.BenchJobFilter) ([]gpurent.BenchJob, error)
+	// The operator's base image catalog: a rent names an image by it, and
+	// agents pre-pull what it marks.
+	BaseImage(ctx context.Context, name string) (*gpurent.BaseImage, error)
+	ListBaseImages(ctx context.Context) ([]gpurent.BaseImage, error)
+	// The hosts that hold an image: a rent prefers them.
+	HostsHolding(ctx context.Context, ref string) ([]string, error)
+}
 
 // Config configures the service.
 type Config struct {
-	Store  gpurent.Store
+	Store  Store
 	Now    func() time.Time // nil: time.Now
 	Logger *slog.Logger
 	// MaxGPUsPerInstance bounds a request's count (default 8).
@@ -46,25 +82,43 @@ type Config struct {
 	// HostTimeout is how long a host may be silent and still get new
 	// placements (default 30 s).
 	HostTimeout time.Duration
+	// Images is the operator's allow-list of image registries, checked at
+	// rent (nil: any registry, still never the host's own).
+	Images *imageref.Policy
+	// Registry, when set, is the operator's registry and its pull
+	// credential, handed to every agent in its desired state.
+	Registry *agentproto.Registry
 	// Funds, when set, gates rent and start: the account must have at
 	// least one hour of the instance's list price to spend.
 	Funds Funds
+	// Packages, with Prices, takes the due periods of a package instance
+	// inside the transaction that claims its GPUs (a rent, a start): in
+	// full, or refused with CodePaymentRequired, which rolls the claim back
+	// (metering's CollectDue). The price book is read outside any
+	// transaction. Without them packages are charged by the billing pass
+	// only.
+	Packages Packages
+	Prices   PriceBook
 	// SnapshotMaxAge bounds how stale the placement snapshot may get before
 	// it is reloaded, so GPUs freed by another control-plane replica are seen
 	// (default 5 s).
 	SnapshotMaxAge time.Duration
-	// Moves (upgrade, migrate, moved start): a copy that makes no progress
-	// for MoveStallTimeout (default 2 min), or a target that does not run
-	// within MoveStartTimeout of being asked to (default 5 min), is rolled
-	// back; a host that does not confirm removing a moved instance's old
-	// copy within MoveCleanupTimeout (default 30 min) no longer holds up
-	// the instance's next operation.
-	MoveStallTimeout, MoveStartTimeout, MoveCleanupTimeout time.Duration
-	// Notify, when set, tells an account about something it did not ask
-	// for at that moment (a queued start that began); the wallet's webhook
-	// is one. The account event is written either way.
-	Notify func(ctx context.Context, accountID, kind, message string)
 }
+
+// Packages takes the due periods of a package instance through q, the
+// claim's transaction, at the prices of b (internal/metering does).
+type Packages interface {
+	CollectDue(ctx context.Context, q gpurent.Queries, b *rating.Book, in *gpurent.Instance) (int64, error)
+}
+
+// PriceBook answers the price book in force (internal/pricing does).
+type PriceBook interface {
+	Book(ctx context.Context) (*rating.Book, error)
+}
+
+// Collect takes a package instance's due periods through q, the claim's
+// transaction (see Config.Packages).
+type Collect func(ctx context.Context, q gpurent.Queries, in *gpurent.Instance) error
 
 // Funds is the start gate (the wallet is one): CheckFunds refuses, with
 // CodePaymentRequired, an account that cannot pay needFen up front, owes
@@ -73,19 +127,28 @@ type Funds interface {
 	CheckFunds(ctx context.Context, accountID string, needFen int64) error
 }
 
+// FundsExcept is a start gate that keeps back an hour of what the
+// account's running instances burn (the wallet's is one): for an instance
+// about to change, its own hour is left out.
+type FundsExcept interface {
+	CheckFundsExcept(ctx context.Context, accountID, instanceID string, needFen int64) error
+}
+
 // Service is the rental service. It is safe for concurrent use.
 type Service struct {
 	cfg   Config
-	store gpurent.Store
+	store Store
 	now   func() time.Time
 	log   *slog.Logger
 	snap  *snapshotCache
 	hub   *hub
-	keys  keyLocks
+	keys  keymutex.Mutex
 	// watching is set while Watch relays the store's change feed.
 	watching atomic.Bool
 	// draining is set once the process shuts down (Drain).
 	draining atomic.Bool
+	// moves is the move workflow (NewWithMoves); nil: no operations.
+	moves Moves
 }
 
 // New makes the service.
@@ -120,15 +183,6 @@ func New(cfg Config) *Service {
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = 30 * time.Second
 	}
-	if cfg.MoveStallTimeout <= 0 {
-		cfg.MoveStallTimeout = 2 * time.Minute
-	}
-	if cfg.MoveStartTimeout <= 0 {
-		cfg.MoveStartTimeout = 5 * time.Minute
-	}
-	if cfg.MoveCleanupTimeout <= 0 {
-		cfg.MoveCleanupTimeout = 30 * time.Minute
-	}
 	if cfg.SnapshotMaxAge <= 0 {
 		cfg.SnapshotMaxAge = 5 * time.Second
 	}
@@ -151,6 +205,9 @@ type RentRequest struct {
 	// scaled by their measured speed), and only those; without it the
 	// instance gets only GPUs that are not. Hourly plan, one GPU or more.
 	Degraded bool
+	// StartupCommand is what the instance's init starts: nil the image's
+	// own entrypoint and command, "" none, else a shell line.
+	StartupCommand *string
 }
 
 // hash identifies the request for idempotency: the same key with another
@@ -162,8 +219,9 @@ func (r RentRequest) hash() string {
 		Name, Image, TypeID, ZoneID string
 		Count, VolumeGiB            int
 		Plan                        gpurent.Plan
-		Degraded                    bool `json:",omitempty"`
-	}{r.Name, r.Image, r.TypeID, r.ZoneID, r.Count, r.VolumeGiB, r.Plan, r.Degraded})
+		Degraded                    bool    `json:",omitempty"`
+		StartupCommand              *string `json:",omitempty"`
+	}{r.Name, r.Image, r.TypeID, r.ZoneID, r.Count, r.VolumeGiB, r.Plan, r.Degraded, r.StartupCommand})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -183,8 +241,9 @@ func (s *Service) MaxVolumeGiB() int { return s.cfg.MaxVolumeGiB }
 // hosts or GPUs change.
 func (s *Service) Invalidate() { s.snap.invalidate() }
 
-// newEvent makes an event for an instance at t.
-func newEvent(instanceID string, t time.Time, kind, format string, args ...any) *gpurent.Event {
+// NewEvent makes an event for an instance at t; its message is kind, or
+// format with args when format is not empty.
+func NewEvent(instanceID string, t time.Time, kind, format string, args ...any) *gpurent.Event {
 	e := &gpurent.Event{ID: gpurent.NewID(gpurent.PrefixEvent), InstanceID: instanceID, At: t.UTC(), Kind: kind}
 	e.Message = kind
 	if format != "" {

@@ -9,12 +9,22 @@ import (
 	"github.com/gpurent/gpurent/internal/sched"
 )
 
+// snapshotSource is what a snapshot is read from: the catalog, the hosts,
+// the active instances and the active operations.
+type snapshotSource interface {
+	GPUType(ctx context.Context, id string) (*gpurent.GPUType, error)
+	GPUTypes(ctx context.Context) ([]gpurent.GPUType, error)
+	ListHosts(ctx context.Context) ([]gpurent.Host, error)
+	ListInstances(ctx context.Context, f gpurent.InstanceFilter) ([]gpurent.Instance, error)
+	ListOperations(ctx context.Context, f gpurent.OperationFilter) ([]gpurent.Operation, error)
+}
+
 // snapshotCache keeps the fleet as the scheduler sees it, so that a rent
 // decision costs one pure placement in memory and one claim in the database
 // instead of a read of the whole fleet. It is an optimisation only: the
 // claim's constraint decides, and a refused claim drops the snapshot.
 type snapshotCache struct {
-	store       gpurent.Store
+	store       snapshotSource
 	now         func() time.Time
 	hostTimeout time.Duration
 	maxAge      time.Duration
@@ -34,11 +44,11 @@ type snapshotCache struct {
 	// database, which does not show them yet, so they are applied again on
 	// top: otherwise every reload under load would hand the same GPUs out
 	// twice and turn into a cascade of lost claims and reloads.
-	pending map[*reservation]struct{}
+	pending map[*Reservation]struct{}
 }
 
-// reservation is a placement held in the snapshot until its claim ends.
-type reservation struct {
+// Reservation is a placement held in the snapshot until its claim ends.
+type Reservation struct {
 	c        *snapshotCache
 	gen      uint64
 	hostID   string
@@ -46,9 +56,9 @@ type reservation struct {
 	cpu, mem int64
 }
 
-func newSnapshotCache(store gpurent.Store, now func() time.Time, hostTimeout, maxAge time.Duration) *snapshotCache {
+func newSnapshotCache(store snapshotSource, now func() time.Time, hostTimeout, maxAge time.Duration) *snapshotCache {
 	return &snapshotCache{store: store, now: now, hostTimeout: hostTimeout, maxAge: maxAge,
-		pending: map[*reservation]struct{}{}}
+		pending: map[*Reservation]struct{}{}}
 }
 
 func (c *snapshotCache) invalidate() {
@@ -184,9 +194,9 @@ func (c *snapshotCache) availability(ctx context.Context) (map[string]map[string
 }
 
 // take marks r's GPUs and resources used in the snapshot; c.mu is held.
-func (c *snapshotCache) take(r *reservation) { c.mark(r, false) }
+func (c *snapshotCache) take(r *Reservation) { c.mark(r, false) }
 
-func (c *snapshotCache) mark(r *reservation, free bool) {
+func (c *snapshotCache) mark(r *Reservation, free bool) {
 	i, ok := c.byID[r.hostID]
 	if !ok {
 		return
@@ -207,9 +217,9 @@ func (c *snapshotCache) mark(r *reservation, free bool) {
 	}
 }
 
-// done ends a reservation. After a lost claim the caller also invalidates;
+// Done ends the reservation. After a lost claim the caller also invalidates;
 // after any other failure the GPUs go back to the snapshot they came from.
-func (r *reservation) done(claimed bool) {
+func (r *Reservation) Done(claimed bool) {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -250,8 +260,8 @@ func hostSchedulable(h *gpurent.Host, now time.Time, timeout time.Duration) bool
 }
 
 // plan places req and reserves the GPUs in the snapshot until the caller
-// ends the reservation with the claim's outcome.
-func (c *snapshotCache) plan(ctx context.Context, req sched.Request) (sched.Placement, *reservation, error) {
+// ends the Reservation with the claim's outcome.
+func (c *snapshotCache) plan(ctx context.Context, req sched.Request) (sched.Placement, *Reservation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.hosts == nil || c.now().Sub(c.loadedAt) > c.maxAge {
@@ -268,7 +278,7 @@ func (c *snapshotCache) plan(ctx context.Context, req sched.Request) (sched.Plac
 		// The scheduler's messages are written for the customer.
 		return sched.Placement{}, nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "%s", err.Error())
 	}
-	r := &reservation{c: c, gen: c.gen, hostID: p.HostID, gpuIDs: p.GPUIDs, cpu: req.CPUMilli, mem: req.MemoryMiB}
+	r := &Reservation{c: c, gen: c.gen, hostID: p.HostID, gpuIDs: p.GPUIDs, cpu: req.CPUMilli, mem: req.MemoryMiB}
 	c.take(r)
 	c.pending[r] = struct{}{}
 	return p, r, nil
@@ -279,7 +289,7 @@ func (c *snapshotCache) plan(ctx context.Context, req sched.Request) (sched.Plac
 func (c *snapshotCache) peek(ctx context.Context, req sched.Request) (sched.Placement, error) {
 	p, r, err := c.plan(ctx, req)
 	if err == nil {
-		r.done(false)
+		r.Done(false)
 	}
 	return p, err
 }

@@ -29,10 +29,12 @@ func Place(req Request, hosts []Host) (Placement, error) {
 			h.CPUFree < req.CPUMilli || h.MemFreeMiB < req.MemoryMiB {
 			continue
 		}
+		held := req.Prefer.Has(h.ID)
 		// Count usable GPUs, stopping as soon as the host has more than
-		// the best host so far would leave: it cannot win then.
+		// the best host so far would leave: it cannot win then (unless it
+		// holds the image and the best does not).
 		limit := len(h.GPUs)
-		if best >= 0 {
+		if best >= 0 && (bestKey.held || !held) {
 			limit = req.Count + bestKey.left
 		}
 		n := 0
@@ -44,7 +46,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 		if n < req.Count || n > limit {
 			continue
 		}
-		k := hostKey{left: n - req.Count}
+		k := hostKey{held: held, left: n - req.Count}
 		k.split = !fitsOneGroup(h.GPUs, l, req.Count)
 		k.spare = spare(h.CPUFree, req.CPUMilli) + spare(h.MemFreeMiB, req.MemoryMiB)
 		if best < 0 || k.better(&bestKey, h.ID, hosts[best].ID) {
@@ -60,6 +62,7 @@ func Place(req Request, hosts []Host) (Placement, error) {
 
 // hostKey ranks a candidate host; smaller is better in every field.
 type hostKey struct {
+	held  bool   // the host holds the image (Request.Prefer): better
 	left  int    // usable GPUs of the type left on the host after placing
 	split bool   // the GPUs cannot all come from one topology group
 	spare uint64 // CPU and memory left over, parts per million of free, summed
@@ -67,6 +70,9 @@ type hostKey struct {
 
 // better reports whether k (on host id) beats o (on host oid).
 func (k *hostKey) better(o *hostKey, id, oid string) bool {
+	if k.held != o.held {
+		return k.held
+	}
 	if k.left != o.left {
 		return k.left < o.left
 	}

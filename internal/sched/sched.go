@@ -13,7 +13,9 @@
 //     speed), any other request only GPUs that are not. A degraded GPU is
 //     never given to a request that did not ask for one. All GPUs of one
 //     instance are on one host.
-//   - Among hosts, best fit, so that whole hosts stay free for 8-GPU rentals:
+//   - Among hosts, first one that holds the instance's image (Prefer), so
+//     that it starts without a pull; then best fit, so that whole hosts
+//     stay free for 8-GPU rentals:
 //     the fewest free GPUs of the type left on the host after placing (ideally
 //     none); then a host where the GPUs fit in one topology group; then the
 //     least CPU and memory left over, each as a share of what the host has
@@ -35,6 +37,8 @@
 // zone for the fleet view, degraded GPUs apart from the others.
 package sched
 
+import "slices"
+
 // Request is what an instance needs.
 type Request struct {
 	TypeID string
@@ -48,6 +52,38 @@ type Request struct {
 	// Degraded asks for GPUs listed as degraded, and only those; false
 	// asks only for GPUs that are not. It needs Count ≥ 1.
 	Degraded bool
+	// Prefer are the hosts that hold the instance's image already (they
+	// pre-pulled it): among the hosts that fit, one of them wins over any
+	// other, so that the instance starts without a pull. Nil: none. (A
+	// pointer, so that a Request stays comparable.)
+	Prefer *HostSet
+}
+
+// HostSet is a set of host IDs.
+type HostSet struct{ sorted []string }
+
+// NewHostSet makes the set of ids (copied).
+func NewHostSet(ids ...string) *HostSet {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return &HostSet{sorted: slices.Compact(s)}
+}
+
+// Has reports whether id is in the set; a nil set holds none.
+func (s *HostSet) Has(id string) bool {
+	if s == nil || len(s.sorted) == 0 {
+		return false
+	}
+	_, ok := slices.BinarySearch(s.sorted, id)
+	return ok
+}
+
+// Len is the set's size.
+func (s *HostSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.sorted)
 }
 
 // GPU is one GPU of a host in the snapshot.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // The figures of the page's worked examples. They illustrate the rules; the
@@ -144,7 +146,7 @@ func examples(t Terms) example {
 
 func enPage(t Terms) page {
 	x := examples(t)
-	yuan := func(fen int64) string { return formatFen(fen) + " CNY" }
+	yuan := func(fen int64) string { return money.Number(fen) + " CNY" }
 	never := []string{"The seconds your instance is down are never billed."}
 	if t.HourRuleMinutes == 0 {
 		never = append(never, fmt.Sprintf("**Hour rule.** A clock hour in which your instance was down at all is not charged at all. For example, down from %s to %s: the whole %s hour is free.",
@@ -206,7 +208,7 @@ func enPage(t Terms) page {
 
 func zhPage(t Terms) page {
 	x := examples(t)
-	yuan := func(fen int64) string { return formatFen(fen) + " 元" }
+	yuan := func(fen int64) string { return money.Number(fen) + " 元" }
 	never := []string{"实例不可用的每一秒都不计费。"}
 	if t.HourRuleMinutes == 0 {
 		never = append(never, fmt.Sprintf("**整小时规则。** 在一个整点小时内，实例只要出现不可用，该小时全部免费。例如 %s 至 %s 不可用：%s 整个小时免费。",
@@ -239,7 +241,7 @@ func zhPage(t Terms) page {
 		incidentNote: "性能降级不会中断实例：计入不可用时间，但不产生故障补偿。",
 		tierH:        "月度可用性补偿",
 		tierIntro:    "可用性是指在一个自然月中，实例应在运行的时间（从您每次启动到您每次停止）里未处于不可用状态的比例。低于阈值时，按该实例当月费用的相应比例补偿：",
-		tierHead:     [3]string{"月度可用性", "补偿比例", "当月费用为 " + formatFen(exampleMonthFen) + " 元时"},
+		tierHead:     [3]string{"月度可用性", "补偿比例", "当月费用为 " + money.Number(exampleMonthFen) + " 元时"},
 		tierRow:      func(below string) string { return "低于 " + below + "%" },
 		tierNote:     "只按适用的最高一档补偿，各档不累加。可用性向下取整到 0.01%%，因此 %s%% 算作低于 %s%%。当月没有应在运行时间的实例，可用性为 100%%。",
 		noTiers:      "不提供月度可用性补偿。",
@@ -278,27 +280,5 @@ func enCount(n int, unit string) string {
 // 9950 → "99.5", 9900 → "99.0", 9525 → "95.25".
 func percentBP(bp int) string {
 	s := fmt.Sprintf("%d.%02d", bp/100, bp%100)
-	if strings.HasSuffix(s, "0") {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// formatFen writes fen as yuan with two decimals and thousands separators:
-// 300000 → "3,000.00".
-func formatFen(fen int64) string {
-	sign := ""
-	u := uint64(fen)
-	if fen < 0 {
-		sign, u = "-", uint64(-(fen+1))+1
-	}
-	whole := strconv.FormatUint(u/100, 10)
-	var b strings.Builder
-	for i, c := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return fmt.Sprintf("%s%s.%02d", sign, b.String(), u%100)
+	return strings.TrimSuffix(s, "0")
 }

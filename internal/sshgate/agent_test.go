@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/pkg/sftp"
+
+	"github.com/gpurent/gpurent/internal/agentproto"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 )
@@ -31,6 +33,10 @@ type standInAgent struct {
 	root    string
 	logins  atomic.Int64
 	wg      sync.WaitGroup
+	// logs, when set, serves agentproto.LogsSubsystem (logs_test.go);
+	// logsAsked counts every request for it, served or not.
+	logs      *logSource
+	logsAsked atomic.Int64
 }
 
 func startAgent(t testing.TB, trusted ssh.PublicKey) *standInAgent {
@@ -88,7 +94,7 @@ func (a *standInAgent) serveConn(nc net.Conn) {
 			defer wg.Done()
 			switch nch.ChannelType() {
 			case "session":
-				a.session(nch)
+				a.session(nch, sconn.User())
 			case "direct-tcpip":
 				a.directTCPIP(nch)
 			default:
@@ -146,7 +152,7 @@ type ptyRequest struct {
 	Modes         string
 }
 
-func (a *standInAgent) session(nch ssh.NewChannel) {
+func (a *standInAgent) session(nch ssh.NewChannel, user string) {
 	ch, reqs, err := nch.Accept()
 	if err != nil {
 		return
@@ -225,6 +231,18 @@ func (a *standInAgent) session(nch ssh.NewChannel) {
 			mu.Unlock()
 		case "subsystem":
 			var s struct{ Name string }
+			if ssh.Unmarshal(req.Payload, &s) == nil && s.Name == agentproto.LogsSubsystem {
+				a.logsAsked.Add(1)
+				if started || a.logs == nil {
+					break
+				}
+				started, ok = true, true
+				after = func() {
+					defer close(finished)
+					a.logs.serve(user, ch)
+				}
+				break
+			}
 			if started || ssh.Unmarshal(req.Payload, &s) != nil || s.Name != "sftp" {
 				break
 			}

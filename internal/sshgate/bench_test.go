@@ -1,6 +1,7 @@
 package sshgate_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -113,26 +114,35 @@ func BenchmarkForwardThroughput(b *testing.B) {
 // run, and reports the proxy's share of direct throughput.
 func BenchmarkPortProxy(b *testing.B) {
 	h := newHarness(b, nil)
-	proxy, err := sshgate.NewPortProxy(h.gw, sshgate.ProxyConfig{Secret: []byte(proxySecret)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, lnPort, _ := net.SplitHostPort(ln.Addr().String())
+	proxy, err := sshgate.NewPortProxy(h.gw, sshgate.ProxyConfig{Secret: []byte(proxySecret), Domain: "localhost", LinkPort: lnPort})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer proxy.Close()
 	body := make([]byte, 1<<20)
 	app := loopbackHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
 	srv := &http.Server{Handler: proxy}
 	go srv.Serve(ln)
 	defer srv.Close()
-	base := "http://" + ln.Addr().String()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	// Port hosts (*.localhost) resolve to the proxy's listener.
+	var d net.Dialer
+	toProxy := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if strings.HasSuffix(addr, ".localhost:"+lnPort) {
+			addr = ln.Addr().String()
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DialContext: toProxy}}
 	// Exchange the link for the cookie once.
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noFollow.Get(base + proxy.Link(instA, app, accountA, time.Minute))
+	noFollow := &http.Client{Transport: &http.Transport{DialContext: toProxy},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(proxy.Link(instA, app, accountA, time.Minute))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,7 +173,7 @@ func BenchmarkPortProxy(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	proxied := fmt.Sprintf("%s/p/%s/%d/big", base, instA, app)
+	proxied := proxy.Origin(instA, app) + "/big"
 	directURL := fmt.Sprintf("http://127.0.0.1:%d/big", app)
 	var tDirect, tProxy time.Duration
 	b.SetBytes(int64(len(body)))

@@ -12,9 +12,11 @@ import (
 // Directory is what the gateway asks the control plane. The composition root
 // implements it over the store.
 type Directory interface {
-	// AccountForKey returns the account that registered this public key. An
+	// AccountForKey returns the account a login with this public key to
+	// instanceID (the SSH user name) speaks for: one key may be registered
+	// on several accounts, and the instance owner's registration wins. An
 	// unknown key is an error with code not_found.
-	AccountForKey(ctx context.Context, key ssh.PublicKey) (accountID string, err error)
+	AccountForKey(ctx context.Context, instanceID string, key ssh.PublicKey) (accountID string, err error)
 	// Target says where accountID may reach instanceID: the access address of
 	// the agent of the instance's host and that agent's host key. It fails
 	// with code not_found or forbidden when the instance does not exist or

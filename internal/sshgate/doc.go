@@ -14,7 +14,8 @@
 // happens in one place next to the store, and so does the audit log.
 //
 // The gateway authenticates the customer's public key against the keys
-// registered on accounts ([Directory.AccountForKey]). Only after the client has
+// registered on accounts, for the instance the SSH user name names (one key
+// may be on several accounts; [Directory.AccountForKey]). Only after the client has
 // proven it holds the private key does the gateway look up the instance named
 // by the SSH user name ([Directory.Target]), apply the per-account connection
 // limit and connect to the agent of the instance's host. Refusals at this
@@ -42,19 +43,27 @@
 //
 // # Browser access
 //
-// [PortProxy] serves /p/{instance}/{port}/... . The API hands out a link made
-// by [PortProxy.Link]: it carries a short-lived HMAC-SHA256 token (instance,
-// port, account, expiry). The first visit exchanges it for an HttpOnly,
-// SameSite=Lax cookie scoped to /p/{instance}/{port}/ and redirects to the
-// same address without the token. Requests are proxied with their path
-// unchanged, prefix included, to 127.0.0.1:{port} inside the instance through
-// a direct-tcpip channel of the agent connection; websockets work. Because the
-// prefix is kept, the application must be told its base URL, e.g.
+// [PortProxy] serves instance ports on host names of their own:
+// port P of instance I is at I-P.<ports domain> (a wildcard DNS name and
+// certificate the operator points at the control plane; *.localhost on a
+// laptop, which browsers resolve to loopback), never on the console's
+// origin. The customer's application runs there, so its pages cannot read
+// or send the console's cookies, and the proxy keeps them from setting
+// any: Set-Cookie of a gpurent cookie is dropped, Domain attributes are
+// removed (the app's cookies stay on its own host), Service-Worker-Allowed
+// is dropped, and gpurent cookies never reach the application. The ports
+// domain must share no cookies with the console's host name
+// ([CheckPortsDomain] refuses the same name, a parent or a child).
 //
-//	jupyter lab --ServerApp.base_url=/p/<instance>/8888/ --ip=0.0.0.0
-//	tensorboard --logdir runs --path_prefix=/p/<instance>/6006 --bind_all
+// The API hands out a link made by [PortProxy.Link]: it carries a
+// short-lived HMAC-SHA256 token (instance, port, account, expiry). The
+// first visit exchanges it for an HttpOnly, SameSite=Lax, host-only cookie
+// (no Domain attribute, Path=/) and redirects to the same address without
+// the token. Requests are proxied with their path unchanged to
+// 127.0.0.1:{port} inside the instance through a direct-tcpip channel of
+// the agent connection; websockets work. The application is at / of its
+// host: no base URL is needed, e.g.
 //
-// The proxied applications are the customers' own code. Mount the handler on
-// a host name of its own (ports.example.com), never on the console's origin,
-// so that a page served by an instance cannot act on the console's cookies.
+//	jupyter lab --ip=0.0.0.0
+//	tensorboard --logdir runs --bind_all
 package sshgate

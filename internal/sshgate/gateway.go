@@ -24,6 +24,66 @@ type Gateway struct {
 
 	mu         sync.Mutex
 	perAccount map[string]int
+
+	// anon aggregates refusals of connections that named no account.
+	anon anonRefusals
+}
+
+// KeyUseRecorder is what a Directory may also implement to record a key's
+// last use; the gateway calls it only once the client has signed with the
+// key, never when the key is merely offered.
+type KeyUseRecorder interface {
+	KeyUsed(ctx context.Context, accountID string, key ssh.PublicKey) error
+}
+
+// Anonymous refusals (an unknown key, a lookup that failed) name no
+// account: anyone can cause them as fast as they can connect. Rather than
+// a record each, the gateway keeps the first from each client address in a
+// window, at most anonRecordsPerWindow in all, counts the rest, and logs
+// the counts when the window ends.
+const (
+	anonWindow           = 10 * time.Minute
+	anonRecordsPerWindow = 100
+)
+
+// anonRefusals counts the anonymous refusals of the current window.
+type anonRefusals struct {
+	mu         sync.Mutex
+	start      time.Time
+	perHost    map[string]int
+	recorded   int
+	suppressed int
+}
+
+// admit counts a refusal from host at now and reports whether it gets an
+// audit record; when a window ends it hands back the last one's counts.
+func (a *anonRefusals) admit(host string, now time.Time) (record bool, ended *anonSummary) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.perHost == nil || now.Sub(a.start) >= anonWindow || now.Before(a.start) {
+		if a.perHost != nil && a.suppressed > 0 {
+			ended = &anonSummary{start: a.start, hosts: len(a.perHost), recorded: a.recorded, suppressed: a.suppressed}
+		}
+		a.start, a.perHost, a.recorded, a.suppressed = now, map[string]int{}, 0, 0
+	}
+	n := a.perHost[host]
+	if n == 0 && len(a.perHost) >= 10*anonRecordsPerWindow {
+		// A flood from many addresses: count it under one key.
+		host = "other"
+		n = a.perHost[host]
+	}
+	a.perHost[host] = n + 1
+	if n == 0 && a.recorded < anonRecordsPerWindow {
+		a.recorded++
+		return true, ended
+	}
+	a.suppressed++
+	return false, ended
+}
+
+type anonSummary struct {
+	start                       time.Time
+	hosts, recorded, suppressed int
 }
 
 // New checks cfg and returns a gateway.
@@ -161,7 +221,9 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 			c.up.release()
 			g.releaseSlot(c.account)
 		}
-		if c.refusal != "" {
+		if c.refusal != "" && c.refusalAcct == "" {
+			g.refusedAnonymous(ctx, c)
+		} else if c.refusal != "" {
 			g.log.Info("ssh gateway: login refused", "conn", c.id, "client", c.clientAddr,
 				"account", c.refusalAcct, "instance", c.userOr(""), "reason", c.refusal)
 			g.audit(ctx, Record{
@@ -238,6 +300,32 @@ func (g *Gateway) handle(ctx context.Context, nc net.Conn) {
 	})
 }
 
+// refusedAnonymous records a refusal that named no account: the first
+// from each client address in a window gets an audit record, the others
+// are counted and logged at debug level, and the counts of a window that
+// suppressed some are logged when it ends.
+func (g *Gateway) refusedAnonymous(ctx context.Context, c *conn) {
+	host, _, err := net.SplitHostPort(c.clientAddr)
+	if err != nil {
+		host = c.clientAddr
+	}
+	record, ended := g.anon.admit(host, g.now())
+	if ended != nil {
+		g.log.Warn("ssh gateway: anonymous login refusals (unknown keys) in the last window", "since", ended.start,
+			"addresses", ended.hosts, "recorded", ended.recorded, "not_recorded", ended.suppressed)
+	}
+	if !record {
+		g.log.Debug("ssh gateway: login refused (counted, not recorded)", "conn", c.id, "client", c.clientAddr, "reason", c.refusal)
+		return
+	}
+	g.log.Info("ssh gateway: login refused", "conn", c.id, "client", c.clientAddr,
+		"instance", c.userOr(""), "reason", c.refusal)
+	g.audit(ctx, Record{
+		ConnID: c.id, InstanceID: c.userOr(""), Kind: KindLogin, Detail: c.refusalKey, ClientAddr: c.clientAddr,
+		Start: c.start, End: g.now(), ExitStatus: -1, Refusal: c.refusal,
+	})
+}
+
 // user is recorded by the callbacks; before any, the login had no user.
 func (c *conn) userOr(def string) string {
 	if c.target.InstanceID != "" {
@@ -273,7 +361,7 @@ func (g *Gateway) serverConfig(ctx context.Context, c *conn) *ssh.ServerConfig {
 			c.refusalUser = meta.User()
 			lctx, cancel := context.WithTimeout(ctx, g.cfg.HandshakeTimeout)
 			defer cancel()
-			account, err := g.cfg.Directory.AccountForKey(lctx, key)
+			account, err := g.cfg.Directory.AccountForKey(lctx, meta.User(), key)
 			if err != nil {
 				if gpurent.IsCode(err, gpurent.CodeNotFound) || gpurent.IsCode(err, gpurent.CodeUnauthorized) {
 					if c.refusal == "" {
@@ -290,6 +378,15 @@ func (g *Gateway) serverConfig(ctx context.Context, c *conn) *ssh.ServerConfig {
 			return &ssh.Permissions{Extensions: map[string]string{extAccount: account}}, nil
 		},
 		VerifiedPublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey, perms *ssh.Permissions, _ string) (*ssh.Permissions, error) {
+			// The client signed with the key: only now is it used.
+			if rec, ok := g.cfg.Directory.(KeyUseRecorder); ok {
+				lctx, cancel := context.WithTimeout(ctx, g.cfg.HandshakeTimeout)
+				err := rec.KeyUsed(lctx, perms.Extensions[extAccount], key)
+				cancel()
+				if err != nil {
+					g.log.Warn("ssh gateway: recording a key's use failed", "conn", c.id, "err", err)
+				}
+			}
 			return g.admit(ctx, c, meta.User(), key, perms)
 		},
 	}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/sshgate"
+	"github.com/gpurent/gpurent/internal/testtier"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -65,6 +65,24 @@ type memDirectory struct {
 	mu        sync.Mutex
 	keys      map[string]string // marshalled public key → account
 	instances map[string]*memInstance
+	used      map[string]int // marshalled public key → KeyUsed calls
+}
+
+// KeyUsed counts the gateway's reports of a key's proven use.
+func (d *memDirectory) KeyUsed(_ context.Context, _ string, key ssh.PublicKey) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.used == nil {
+		d.used = map[string]int{}
+	}
+	d.used[string(key.Marshal())]++
+	return nil
+}
+
+func (d *memDirectory) usedCount(key ssh.PublicKey) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.used[string(key.Marshal())]
 }
 
 type memInstance struct {
@@ -74,7 +92,7 @@ type memInstance struct {
 	hostKey ssh.PublicKey
 }
 
-func (d *memDirectory) AccountForKey(_ context.Context, key ssh.PublicKey) (string, error) {
+func (d *memDirectory) AccountForKey(_ context.Context, _ string, key ssh.PublicKey) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if a, ok := d.keys[string(key.Marshal())]; ok {
@@ -348,14 +366,14 @@ func (h *harness) mustGoClient(signer ssh.Signer, instance string) *ssh.Client {
 	return c
 }
 
-// requireOpenSSH fails (never skips) when the OpenSSH client is missing.
+// requireOpenSSH fails the test when the OpenSSH client is missing (in the
+// fast tier it skips it).
 func requireOpenSSH(t testing.TB) {
 	t.Helper()
+	testtier.Require(t, "the OpenSSH client")
 	for _, tool := range []string{"ssh", "scp", "sftp"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is missing: these tests need the OpenSSH client (Debian package openssh-client); `make test` installs it", tool)
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -20,31 +20,88 @@ func TestLoopbackDestination(t *testing.T) {
 	}
 }
 
-func TestParseProxyPath(t *testing.T) {
+func TestParsePortHost(t *testing.T) {
 	type res struct {
-		inst      string
-		port      int
-		slash, ok bool
+		inst string
+		port int
+		ok   bool
 	}
-	for path, want := range map[string]res{
-		"/p/i-abc/8888/":                         {"i-abc", 8888, true, true},
-		"/p/i-abc/8888/lab/tree":                 {"i-abc", 8888, true, true},
-		"/p/i-abc/8888":                          {"i-abc", 8888, false, true},
-		"/p/i-abc/65535/":                        {"i-abc", 65535, true, true},
-		"/p/i-abc/65536/":                        {},
-		"/p/i-abc/0/":                            {},
-		"/p/i-abc/08888/":                        {},
-		"/p/i-abc/-1/":                           {},
-		"/p/i-abc/x/":                            {},
-		"/p/i.abc/80/":                           {},
-		"/p//80/":                                {},
-		"/q/i-abc/80/":                           {},
-		"/p/i-abc":                               {},
-		"/p/" + strings.Repeat("a", 65) + "/80/": {},
+	for host, want := range map[string]res{
+		"i-abc-8888.localhost":                         {"i-abc", 8888, true},
+		"i-abc-8888.localhost:8080":                    {"i-abc", 8888, true},
+		"I-ABC-8888.LocalHost.":                        {"i-abc", 8888, true},
+		"i-abc-65535.localhost":                        {"i-abc", 65535, true},
+		"i-0123456789abcdef-6006.localhost:443":        {"i-0123456789abcdef", 6006, true},
+		"i-abc-65536.localhost":                        {},
+		"i-abc-0.localhost":                            {},
+		"i-abc-08888.localhost":                        {},
+		"i-abc--1.localhost":                           {},
+		"i-abc-x.localhost":                            {},
+		"i_abc-80.localhost":                           {},
+		"-80.localhost":                                {},
+		"80.localhost":                                 {},
+		"i-abc-80.localhost.example.com":               {},
+		"i-abc-80.notlocalhost":                        {},
+		"x.i-abc-80.localhost":                         {},
+		"localhost":                                    {},
+		".localhost":                                   {},
+		"i-abc-80":                                     {},
+		"":                                             {},
+		"[::1]:80":                                     {},
+		"i-abc-80.localhost:80:80":                     {},
+		strings.Repeat("a", 61) + "-80.localhost":      {},
+		"i-abc-8888.localhost%00":                      {},
+		"i-abc-8888.localhost\x00.example":             {},
+		"i-\u0430bc-8888.localhost":                    {},
+		"i-abc-\uff18\uff18.localhost":                 {},
+		strings.Repeat("a", 57) + "-80.localhost:8080": {strings.Repeat("a", 57), 80, true},
 	} {
-		inst, port, slash, ok := parseProxyPath(path)
-		if got := (res{inst, port, slash, ok}); ok != want.ok || ok && got != want {
-			t.Errorf("parseProxyPath(%q) = %+v, want %+v", path, got, want)
+		inst, port, ok := parsePortHost(host, "localhost")
+		if got := (res{inst, port, ok}); ok != want.ok || ok && got != want {
+			t.Errorf("parsePortHost(%q) = %+v, want %+v", host, got, want)
+		}
+	}
+}
+
+// FuzzParsePortHost: no Host header panics the parser, and what it accepts
+// names exactly the host the proxy would make for it.
+func FuzzParsePortHost(f *testing.F) {
+	for _, s := range []string{"i-abc-8888.localhost:8080", "I-ABC-1.PORTS.EXAMPLE.", "localhost", "a-1.b.ports.example", "-1.ports.example"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		for _, domain := range []string{"localhost", "ports.example"} {
+			inst, port, ok := parsePortHost(host, domain)
+			if !ok {
+				continue
+			}
+			p := &PortProxy{domain: domain}
+			if got := p.Host(inst, port); got != hostName(host) || !p.Owns(host) || port < 1 || port > 65535 || !validLabel(inst) {
+				t.Fatalf("parsePortHost(%q) = %q %d: host %q", host, inst, port, got)
+			}
+		}
+	})
+}
+
+func TestHostOnlyCookie(t *testing.T) {
+	for line, want := range map[string]string{
+		"a=1":                              "a=1",
+		"a=1; Path=/; HttpOnly":            "a=1; Path=/; HttpOnly",
+		"a=1; Domain=localhost; Path=/":    "a=1; Path=/",
+		"a=1;domain=.example.com;Secure":   "a=1;Secure",
+		"a=1; DOMAIN = x; Max-Age=5":       "a=1; Max-Age=5",
+		"gpurent_session=evil":             "",
+		"gpurent_csrf=x; Path=/":           "",
+		" Gpurent_Port=x":                  "",
+		"__Host-gpurent_session=x; Secure": "",
+		"__Secure-gpurent_lang=x":          "",
+		"gpurent=x":                        "",
+		"=x":                               "",
+		"novalue":                          "",
+	} {
+		got, ok := hostOnlyCookie(line)
+		if ok != (want != "") || got != want {
+			t.Errorf("hostOnlyCookie(%q) = %q, %v; want %q", line, got, ok, want)
 		}
 	}
 }

@@ -34,18 +34,30 @@ type ProxyConfig struct {
 	// arrive over TLS here (TLS ends at a load balancer in front). Requests
 	// that arrive over TLS always get Secure cookies.
 	SecureCookies bool
+	// Domain is the ports domain: port P of instance I is served at
+	// I-P.Domain (wildcard DNS name and certificate by the operator), and
+	// nowhere else. It must share no cookies with the console's host name
+	// (see CheckPortsDomain). Required.
+	Domain string
+	// LinkScheme ("http" or "https"; default "http") and LinkPort (""
+	// for the scheme's default) complete the origin of the links.
+	LinkScheme, LinkPort string
 }
 
 // PortProxy is the browser's way to an instance's HTTP ports: an
-// http.Handler for /p/{instance}/{port}/... (see the package documentation).
-// The path reaches the instance unchanged, prefix included.
+// http.Handler for the host names {instance}-{port}.{domain} (see the
+// package documentation). The application is at / of its host: paths reach
+// it unchanged.
 type PortProxy struct {
-	g      *Gateway
-	secret []byte
-	ttl    time.Duration
-	secure bool
-	rp     *httputil.ReverseProxy
-	tr     *http.Transport
+	g        *Gateway
+	secret   []byte
+	ttl      time.Duration
+	secure   bool
+	domain   string
+	scheme   string
+	linkPort string
+	rp       *httputil.ReverseProxy
+	tr       *http.Transport
 }
 
 // NewPortProxy returns the port proxy, which reaches instances through g's
@@ -57,7 +69,23 @@ func NewPortProxy(g *Gateway, cfg ProxyConfig) (*PortProxy, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	p := &PortProxy{g: g, secret: append([]byte(nil), cfg.Secret...), ttl: cfg.SessionTTL, secure: cfg.SecureCookies}
+	if err := CheckPortsDomain(cfg.Domain, ""); err != nil {
+		return nil, err
+	}
+	switch cfg.LinkScheme {
+	case "":
+		cfg.LinkScheme = "http"
+	case "http", "https":
+	default:
+		return nil, gpurent.Errorf(gpurent.CodeInvalid, "port proxy: link scheme %q: want http or https", cfg.LinkScheme)
+	}
+	if cfg.LinkPort != "" {
+		if n, err := strconv.Atoi(cfg.LinkPort); err != nil || n < 1 || n > 65535 {
+			return nil, gpurent.Errorf(gpurent.CodeInvalid, "port proxy: link port %q: want 1 to 65535", cfg.LinkPort)
+		}
+	}
+	p := &PortProxy{g: g, secret: append([]byte(nil), cfg.Secret...), ttl: cfg.SessionTTL, secure: cfg.SecureCookies,
+		domain: strings.ToLower(cfg.Domain), scheme: cfg.LinkScheme, linkPort: cfg.LinkPort}
 	p.tr = &http.Transport{
 		DialContext:         p.dial,
 		MaxIdleConnsPerHost: 16,
@@ -66,9 +94,10 @@ func NewPortProxy(g *Gateway, cfg ProxyConfig) (*PortProxy, error) {
 		ForceAttemptHTTP2:   false,
 	}
 	p.rp = &httputil.ReverseProxy{
-		Rewrite:      p.rewrite,
-		Transport:    p.tr,
-		ErrorHandler: p.proxyError,
+		Rewrite:        p.rewrite,
+		Transport:      p.tr,
+		ErrorHandler:   p.proxyError,
+		ModifyResponse: func(r *http.Response) error { filterResponse(r.Header); return nil },
 	}
 	return p, nil
 }
@@ -76,55 +105,15 @@ func NewPortProxy(g *Gateway, cfg ProxyConfig) (*PortProxy, error) {
 // Close drops the idle connections of the proxy.
 func (p *PortProxy) Close() { p.tr.CloseIdleConnections() }
 
-// Link returns the path, with its token, that opens port of instance in the
-// browser for account; the token is good for ttl. The API prefixes it with
-// the proxy's public origin.
+// Link returns the address, with its token, that opens port of instance in
+// the browser for account, on the port's own host name; the token is good
+// for ttl.
 func (p *PortProxy) Link(instance string, port int, account string, ttl time.Duration) string {
 	tok := signToken(p.secret, claims{
 		Kind: tokenLink, Instance: instance, Port: port, Account: account,
 		Expires: p.g.cfg.Now().Add(ttl).Unix(),
 	})
-	return prefix(instance, port) + "?" + TokenParam + "=" + tok
-}
-
-func prefix(instance string, port int) string {
-	return "/p/" + instance + "/" + strconv.Itoa(port) + "/"
-}
-
-// parseProxyPath splits /p/{instance}/{port}/rest; slash reports whether the
-// slash after the port is there.
-func parseProxyPath(path string) (instance string, port int, slash, ok bool) {
-	rest, found := strings.CutPrefix(path, "/p/")
-	if !found {
-		return "", 0, false, false
-	}
-	instance, rest, found = strings.Cut(rest, "/")
-	if !found || !validID(instance) {
-		return "", 0, false, false
-	}
-	ps, _, slash := strings.Cut(rest, "/")
-	if len(ps) == 0 || len(ps) > 5 || strings.Trim(ps, "0123456789") != "" || ps[0] == '0' {
-		return "", 0, false, false
-	}
-	port, _ = strconv.Atoi(ps)
-	if port < 1 || port > 65535 {
-		return "", 0, false, false
-	}
-	return instance, port, slash, true
-}
-
-// validID accepts the characters of gpurent ids, which are safe in cookie
-// paths and host names.
-func validID(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
+	return p.Origin(instance, port) + "/?" + TokenParam + "=" + tok
 }
 
 type proxyCtxKey struct{}
@@ -144,25 +133,19 @@ func transportHost(instance string, port int) string {
 }
 
 func (p *PortProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	instance, port, slash, ok := parseProxyPath(r.URL.Path)
+	instance, port, ok := parsePortHost(r.Host, p.domain)
 	if !ok {
-		http.NotFound(w, r)
+		w.Header().Set("Cache-Control", "no-store")
+		http.Error(w, "gpurent: no instance port is served on this host name; open ports from the console or with `gpurent open`", http.StatusNotFound)
 		return
 	}
 	now := p.g.cfg.Now()
-	if !slash {
-		u := *r.URL
-		u.Path = prefix(instance, port)
-		u.RawPath = ""
-		http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
-		return
-	}
 	if tok := r.URL.Query().Get(TokenParam); tok != "" {
 		p.exchange(w, r, tok, instance, port, now)
 		return
 	}
-	// Several cookies of this name can arrive (other ports' paths never
-	// match, but a stale one may linger); any valid one for here will do.
+	// Several cookies of this name can arrive (a stale one may linger);
+	// any valid one for here will do.
 	var (
 		c     claims
 		found bool
@@ -186,7 +169,7 @@ func (p *PortProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuseTarget(w, r, instance, port, c, err)
 		return
 	}
-	stripCookie(r, ProxyCookie)
+	stripCookies(r)
 	ctx := context.WithValue(r.Context(), proxyCtxKey{}, &proxyTarget{t: t, port: port, clientAddr: r.RemoteAddr})
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -214,7 +197,8 @@ func (p *PortProxy) exchange(w http.ResponseWriter, r *http.Request, tok, instan
 		Kind: tokenCookie, Instance: instance, Port: port, Account: c.Account, Expires: now.Add(p.ttl).Unix(),
 	})
 	http.SetCookie(w, &http.Cookie{
-		Name: ProxyCookie, Value: cookie, Path: prefix(instance, port), MaxAge: int(p.ttl / time.Second),
+		// Host-only (no Domain): it reaches this port's host alone.
+		Name: ProxyCookie, Value: cookie, Path: "/", MaxAge: int(p.ttl / time.Second),
 		HttpOnly: true, Secure: p.secure || r.TLS != nil, SameSite: http.SameSiteLaxMode,
 	})
 	u := *r.URL
@@ -266,8 +250,9 @@ func (p *PortProxy) refuse(w http.ResponseWriter, r *http.Request, instance stri
 	http.Error(w, "gpurent: "+msg, status)
 }
 
-// stripCookie removes the proxy's own cookie from what the instance sees.
-func stripCookie(r *http.Request, name string) {
+// stripCookies removes the proxy's own cookie, and any other gpurent
+// cookie, from what the instance sees.
+func stripCookies(r *http.Request) {
 	lines := r.Header.Values("Cookie")
 	if len(lines) == 0 {
 		return
@@ -279,7 +264,7 @@ func stripCookie(r *http.Request, name string) {
 			if part == "" {
 				continue
 			}
-			if n, _, _ := strings.Cut(part, "="); strings.TrimSpace(n) == name {
+			if n, _, _ := strings.Cut(part, "="); consoleCookie(n) {
 				continue
 			}
 			kept = append(kept, part)
@@ -302,7 +287,7 @@ func (p *PortProxy) rewrite(pr *httputil.ProxyRequest) {
 	// checks (Jupyter's websockets) agree with the browser.
 	pr.Out.Host = pr.In.Host
 	pr.SetXForwarded()
-	pr.Out.Header.Set("X-Forwarded-Prefix", strings.TrimSuffix(prefix(pt.t.InstanceID, pt.port), "/"))
+	pr.Out.Header.Del("X-Forwarded-Prefix") // the application is at /
 }
 
 func (p *PortProxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {

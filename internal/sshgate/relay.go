@@ -148,21 +148,24 @@ func (c *conn) session(ctx context.Context, nch ssh.NewChannel) {
 					_ = req.Reply(false, nil)
 				}
 				continue
-			case "shell":
-				st.set(KindShell, "")
-			case "exec":
-				var cmd struct{ Command string }
-				if ssh.Unmarshal(req.Payload, &cmd) == nil {
-					st.set(KindExec, cmd.Command)
-				}
 			case "subsystem":
-				var sub struct{ Name string }
-				if ssh.Unmarshal(req.Payload, &sub) == nil {
-					if sub.Name == "sftp" {
-						st.set(KindSFTP, "")
-					} else {
-						st.set(KindSubsystem, sub.Name)
+				if reservedSubsystem(req.Type, req.Payload) {
+					// The platform's subsystems (the logs stream) are the
+					// gateway's to ask for; customers use the API.
+					c.g.log.Warn("ssh gateway: refused a customer's request for a platform subsystem",
+						"conn", c.id, "instance", c.target.InstanceID)
+					st.set(KindSubsystem, "refused: platform subsystem")
+					if req.WantReply {
+						_ = req.Reply(false, nil)
 					}
+					continue
+				}
+				if kind, detail, ok := sessionRequestKind(req.Type, req.Payload); ok {
+					st.set(kind, detail)
+				}
+			default:
+				if kind, detail, ok := sessionRequestKind(req.Type, req.Payload); ok {
+					st.set(kind, detail)
 				}
 			}
 			replyMu.Lock()
@@ -273,25 +276,18 @@ func loopbackDestination(host string) (string, bool) {
 
 // directTCPIP relays a TCP forward to the instance's loopback.
 func (c *conn) directTCPIP(ctx context.Context, nch ssh.NewChannel) {
-	var m directTCPIPMsg
-	if err := ssh.Unmarshal(nch.ExtraData(), &m); err != nil {
-		_ = nch.Reject(ssh.ConnectionFailed, "gpurent: malformed forwarding request")
+	m, asked, reason, malformed := parseForward(nch.ExtraData())
+	if malformed {
+		_ = nch.Reject(ssh.ConnectionFailed, "gpurent: "+reason)
+		return
+	}
+	if reason != "" {
+		c.refuseChannel(ctx, KindForward, asked, reason)
+		_ = nch.Reject(ssh.Prohibited, fmt.Sprintf(
+			"gpurent: forwarding to %s refused; only ports on the instance's own loopback (127.0.0.1, ::1, localhost) can be forwarded", asked))
 		return
 	}
 	dest := net.JoinHostPort(m.Host, strconv.FormatUint(uint64(m.Port), 10))
-	host, ok := loopbackDestination(m.Host)
-	if !ok || m.Port == 0 || m.Port > 65535 {
-		reason := "destination outside the instance"
-		if ok {
-			reason = "invalid port"
-		}
-		c.refuseChannel(ctx, KindForward, dest, reason)
-		_ = nch.Reject(ssh.Prohibited, fmt.Sprintf(
-			"gpurent: forwarding to %s refused; only ports on the instance's own loopback (127.0.0.1, ::1, localhost) can be forwarded", dest))
-		return
-	}
-	m.Host = host
-	dest = net.JoinHostPort(host, strconv.FormatUint(uint64(m.Port), 10))
 	start := c.g.now()
 	up, upReqs, ok := c.openUpstream(ctx, nch, ssh.Marshal(&m))
 	if !ok {

@@ -1,7 +1,11 @@
 // Package sshkeys keeps the public keys customers register to reach their
 // instances over SSH: it parses and checks a key (authorized_keys form),
 // computes the fingerprint OpenSSH shows, and names the account a key
-// belongs to for the SSH gateway. A key belongs to one account only.
+// belongs to for the SSH gateway. One key may be registered on several
+// accounts: public keys are public, so registering one proves nothing, and
+// a squatter who registers someone else's key must not lock its owner out.
+// The gateway resolves a login by the instance it names and the key, and
+// only the instance owner's registration of the key reaches the instance.
 package sshkeys
 
 import (
@@ -22,14 +26,21 @@ const MaxKeysPerAccount = 50
 // 1024; 2048 is today's floor).
 const MinRSABits = 2048
 
+// Store is what the key service reads and writes: the accounts' SSH keys,
+// and the instances whose access it checks.
+type Store interface {
+	gpurent.SSHKeyStore
+	gpurent.InstanceStore
+}
+
 // Service registers and finds keys. It is safe for concurrent use.
 type Service struct {
-	store gpurent.Store
+	store Store
 	now   func() time.Time
 }
 
 // New makes the service (now nil: time.Now).
-func New(store gpurent.Store, now func() time.Time) *Service {
+func New(store Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
@@ -104,8 +115,8 @@ func (s *Service) Add(ctx context.Context, acc *gpurent.Account, text, name stri
 	k := &gpurent.SSHKey{AccountID: acc.ID, Name: name, Fingerprint: fp, CreatedAt: s.now().UTC(),
 		PublicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))}
 	if err := s.store.AddSSHKey(ctx, k); err != nil {
-		if gpurent.IsCode(err, gpurent.CodeConflict) {
-			return nil, gpurent.Errorf(gpurent.CodeConflict, "key %s is registered on another account: each key reaches one account's instances", fp)
+		if gpurent.IsCode(err, gpurent.CodeConflict) { // a concurrent add of the same key
+			return s.store.SSHKeyOfAccount(ctx, acc.ID, fp)
 		}
 		return nil, err
 	}
@@ -127,8 +138,8 @@ func (s *Service) Delete(ctx context.Context, acc *gpurent.Account, idOrFingerpr
 	}
 	id := idOrFingerprint
 	if strings.HasPrefix(id, "SHA256:") {
-		k, err := s.store.SSHKeyByFingerprint(ctx, id)
-		if err != nil || k.AccountID != acc.ID {
+		k, err := s.store.SSHKeyOfAccount(ctx, acc.ID, id)
+		if err != nil {
 			return gpurent.Errorf(gpurent.CodeNotFound, "SSH key %q not found", idOrFingerprint)
 		}
 		id = k.ID
@@ -136,15 +147,40 @@ func (s *Service) Delete(ctx context.Context, acc *gpurent.Account, idOrFingerpr
 	return s.store.DeleteSSHKey(ctx, acc.ID, id)
 }
 
-// AccountForKey names the account that registered key, and records the
-// key's use.
-func (s *Service) AccountForKey(ctx context.Context, key ssh.PublicKey) (string, error) {
-	k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(key))
-	if err != nil {
+// AccountForKey names the account a login with key to instanceID (the SSH
+// user name) speaks for (recording nothing: a key is looked up
+// when it is merely offered; KeyUsed records a proven use): the instance owner's
+// when the owner registered the key, else the oldest account that did
+// (which the gateway then refuses the instance, as for any instance of
+// another account). A key no account holds is not_found. The answer does
+// not say whether the instance exists or whose it is, so that someone
+// who offers a known public key without its private key learns nothing.
+func (s *Service) AccountForKey(ctx context.Context, instanceID string, key ssh.PublicKey) (string, error) {
+	fp := ssh.FingerprintSHA256(key)
+	var k *gpurent.SSHKey
+	in, err := s.store.InstanceByID(ctx, instanceID)
+	switch {
+	case err == nil:
+		if k, err = s.store.SSHKeyOfAccount(ctx, in.AccountID, fp); err != nil && !gpurent.IsCode(err, gpurent.CodeNotFound) {
+			return "", err
+		}
+	case !gpurent.IsCode(err, gpurent.CodeNotFound) && !gpurent.IsCode(err, gpurent.CodeInvalid):
 		return "", err
 	}
-	if err := s.store.TouchSSHKey(ctx, k.ID, s.now().UTC()); err != nil {
-		return "", err
+	if k == nil {
+		if k, err = s.store.SSHKeyByFingerprint(ctx, fp); err != nil {
+			return "", err
+		}
 	}
 	return k.AccountID, nil
+}
+
+// KeyUsed records the last use of accountID's registration of key: call it once the client has signed
+// with the key (a proven login), never for an offer.
+func (s *Service) KeyUsed(ctx context.Context, accountID string, key ssh.PublicKey) error {
+	k, err := s.store.SSHKeyOfAccount(ctx, accountID, ssh.FingerprintSHA256(key))
+	if err != nil {
+		return err
+	}
+	return s.store.TouchSSHKey(ctx, k.ID, s.now().UTC())
 }

@@ -66,14 +66,20 @@ func TestAddListDeleteAndOwner(t *testing.T) {
 	if err != nil || again.ID != k.ID {
 		t.Fatalf("the same key again: %+v %v, want the first", again, err)
 	}
-	if _, err := svc.Add(ctx, bob, text, ""); !gpurent.IsCode(err, gpurent.CodeConflict) || !strings.Contains(err.Error(), "another account") {
-		t.Fatalf("alice's key on bob's account: %v", err)
-	}
+	in := storetest.SeedInstance(t, st, alice.ID, "alice-1")
 	pub, _ := ssh.NewPublicKey(edPub)
-	if id, err := svc.AccountForKey(ctx, pub); err != nil || id != alice.ID {
+	if id, err := svc.AccountForKey(ctx, in.ID, pub); err != nil || id != alice.ID {
 		t.Fatalf("account for the key: %q %v", id, err)
 	}
+	// A lookup (the key merely offered) is no use of it.
 	list, err := svc.List(ctx, alice)
+	if err != nil || len(list) != 1 || list[0].LastUsedAt != nil {
+		t.Fatalf("list after a lookup: %+v %v", list, err)
+	}
+	if err := svc.KeyUsed(ctx, alice.ID, pub); err != nil {
+		t.Fatal(err)
+	}
+	list, err = svc.List(ctx, alice)
 	if err != nil || len(list) != 1 || list[0].LastUsedAt == nil {
 		t.Fatalf("list after use: %+v %v", list, err)
 	}
@@ -83,10 +89,56 @@ func TestAddListDeleteAndOwner(t *testing.T) {
 	if err := svc.Delete(ctx, alice, k.Fingerprint); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AccountForKey(ctx, pub); !gpurent.IsCode(err, gpurent.CodeNotFound) {
+	if _, err := svc.AccountForKey(ctx, in.ID, pub); !gpurent.IsCode(err, gpurent.CodeNotFound) {
 		t.Fatalf("a deleted key still names an account: %v", err)
 	}
 	if _, err := svc.Add(ctx, nil, text, ""); !gpurent.IsCode(err, gpurent.CodeUnauthorized) {
 		t.Fatalf("signed out: %v", err)
+	}
+}
+
+// TestSquattedKey: bob registers alice's public key first (public keys are
+// public). Alice still adds it and her logins to her instances speak for
+// her; bob's registration speaks only for bob's instances (where bob, who
+// lacks the private key, cannot use it anyway); deleting his copy leaves
+// hers. Both stores.
+func TestSquattedKey(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) gpurent.Store{"sqlite": storetest.SQLite, "postgres": storetest.Postgres} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			svc := sshkeys.New(st, nil)
+			alice := storetest.SeedAccount(t, st, "alice-sq@example.com")
+			bob := storetest.SeedAccount(t, st, "bob-sq@example.com")
+			edPub, _, _ := ed25519.GenerateKey(rand.Reader)
+			text := authorized(t, edPub, "alice@laptop")
+			squat, err := svc.Add(ctx, bob, text, "not mine")
+			if err != nil {
+				t.Fatalf("bob registers alice's key: %v", err)
+			}
+			mine, err := svc.Add(ctx, alice, text, "")
+			if err != nil || mine.AccountID != alice.ID || mine.ID == squat.ID {
+				t.Fatalf("alice adds her own key after bob: %+v %v", mine, err)
+			}
+			aliceIn := storetest.SeedInstance(t, st, alice.ID, "alice-sq-1")
+			bobIn := storetest.SeedInstance(t, st, bob.ID, "bob-sq-1")
+			pub, _ := ssh.NewPublicKey(edPub)
+			for _, c := range []struct{ instance, want string }{
+				{aliceIn.ID, alice.ID}, {bobIn.ID, bob.ID}, {"i-nonexistent", bob.ID}, // the oldest registration
+			} {
+				if got, err := svc.AccountForKey(ctx, c.instance, pub); err != nil || got != c.want {
+					t.Errorf("login to %s: account %q %v, want %q", c.instance, got, err, c.want)
+				}
+			}
+			if err := svc.Delete(ctx, bob, mine.Fingerprint); err != nil {
+				t.Fatal(err)
+			}
+			if keys, err := svc.List(ctx, alice); err != nil || len(keys) != 1 || keys[0].ID != mine.ID {
+				t.Fatalf("alice's keys after bob deleted his copy: %+v %v", keys, err)
+			}
+			if got, err := svc.AccountForKey(ctx, bobIn.ID, pub); err != nil || got != alice.ID {
+				t.Errorf("bob's instance after his copy went: %q %v, want alice's (refused by the instance check)", got, err)
+			}
+		})
 	}
 }

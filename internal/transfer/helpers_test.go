@@ -62,7 +62,7 @@ type target struct {
 func newTarget(t testing.TB, tweak func(*access.Config)) *target {
 	t.Helper()
 	dockertest.Require(t)
-	rt, err := docker.New(context.Background(), docker.Config{Network: "none", Scope: "transfer-" + dockertest.NewInstanceID()})
+	rt, err := docker.New(context.Background(), docker.Config{Network: "none", InitBinary: dockertest.InitBinary(t), Scope: "transfer-" + dockertest.NewInstanceID()})
 	if err != nil {
 		t.Fatalf("docker.New: %v", err)
 	}

@@ -278,7 +278,7 @@ func dial(ctx context.Context, req PushRequest, want ssh.PublicKey) (*ssh.Client
 				"transfer: the target %s presented host key %s, not the expected %s: refusing to send",
 				req.Addr, ssh.FingerprintSHA256(got), ssh.FingerprintSHA256(want))
 		case keyOK && asked:
-			return nil, nil, gpurent.WrapError(gpurent.CodeUnauthorized, err,
+			return nil, nil, gpurent.WrapError(gpurent.CodeUnauthorized, loginRefused{err},
 				"transfer: the target %s refused the login of operation %s (wrong token, or it does not expect this operation)",
 				req.Addr, req.OperationID)
 		case keyOK:
@@ -289,6 +289,23 @@ func dial(ctx context.Context, req PushRequest, want ssh.PublicKey) (*ssh.Client
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return ssh.NewClient(c, chans, reqs), cc, nil
+}
+
+// loginRefused marks the target's refusal of the operation's login: the
+// target does not expect the operation (not yet, or no longer), or the
+// token is wrong.
+type loginRefused struct{ err error }
+
+func (e loginRefused) Error() string { return e.err.Error() }
+func (e loginRefused) Unwrap() error { return e.err }
+
+// LoginRefused reports whether err is Push's failure because the target
+// refused the operation's login. A target that has not yet prepared for
+// the move refuses it too: a source retries such a failure soon, as one
+// that says nothing of the data or the network.
+func LoginRefused(err error) bool {
+	var r loginRefused
+	return errors.As(err, &r)
 }
 
 // keepalive ends the push (cancel) when the target stops answering.
@@ -330,11 +347,10 @@ func keepalive(ctx context.Context, c *ssh.Client, addr string, cancel context.C
 	}
 }
 
-// result is the receiver's answer to a pass: its exit-status and message.
+// result is the receiver's exit-status for a pass.
 type result struct {
 	got    bool
 	status uint32
-	msg    string
 }
 
 // pushTree sends one tree on a channel of its own and waits for the

@@ -8,7 +8,7 @@ const (
 	LangZH = "zh"
 )
 
-// The probes the report knows by name (the certify package's probe ids;
+// The probes the report knows by name (the benchjudge package's probe ids;
 // kept here as strings so that this package imports no domain logic).
 const (
 	probeGEMMBF16      = "gemm_bf16"

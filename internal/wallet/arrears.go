@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // ReleaseAfter is how long an account may stay in arrears before its
@@ -74,7 +75,7 @@ func severityNotice(n string) int {
 
 func (s *Service) arrearsNotice(ctx context.Context, accountID string, owed int64, since, releaseAt time.Time, level string) {
 	msg := fmt.Sprintf("The account has owed storage since %s (%s now): unless it is paid, its stopped instances and their data are released at %s, in about %s.",
-		since.Format(time.DateOnly), FormatCNY(owed), releaseAt.Format(time.RFC3339), level)
+		since.Format(time.DateOnly), money.Format(owed), releaseAt.Format(time.RFC3339), level)
 	ev := &gpurent.AccountEvent{AccountID: accountID, At: s.now().UTC(), Kind: "arrears_release_" + level, Message: msg}
 	if err := s.store.AddAccountEvent(ctx, ev); err != nil {
 		s.log.Error("recording an arrears notice", "account", accountID, "err", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/money"
 	"github.com/gpurent/gpurent/internal/rating"
 )
 
@@ -76,26 +77,38 @@ func (s *Service) CheckSpend(ctx context.Context, accountID string) error {
 }
 
 // CheckFunds is the start gate: it refuses an account that owes storage
-// (arrears), cannot pay needFen up front, or reached a spend limit. It
-// reads the account's balances once.
+// (arrears), cannot pay needFen up front on top of an hour of what its
+// running hourly instances already burn (ReserveFen), or reached a spend
+// limit. It reads the account's balances once. It is the early answer
+// only: a package's charge is taken, and checked again, in the claim's
+// transaction (metering's CollectDue).
 func (s *Service) CheckFunds(ctx context.Context, accountID string, needFen int64) error {
+	return s.CheckFundsExcept(ctx, accountID, "", needFen)
+}
+
+// CheckFundsExcept is CheckFunds for a change of instance except (an
+// upgrade, a move): its own hour is not kept back, since what it burns now
+// ends when the change begins.
+func (s *Service) CheckFundsExcept(ctx context.Context, accountID, except string, needFen int64) error {
 	bal, err := s.store.LedgerBalances(ctx, accountID)
 	if err != nil {
 		return err
 	}
 	if bal.ReceivableFen < 0 {
 		return gpurent.Errorf(gpurent.CodePaymentRequired, "the account owes %s for storage: top up to pay it before starting anything",
-			FormatCNY(-bal.ReceivableFen))
+			money.Format(-bal.ReceivableFen))
 	}
 	if needFen > 0 {
 		w, err := walletOf(bal)
 		if err != nil {
 			return err
 		}
-		if have := w.SpendableFen(s.now()); have < needFen {
-			return gpurent.Errorf(gpurent.CodePaymentRequired,
-				"the wallet holds %s, less than this rental's first charge (%s: an hour, or the package's first period): top up first (`gpurent wallet`)",
-				FormatCNY(have), FormatCNY(needFen))
+		reserve, err := s.reserveFen(ctx, s.store, accountID, except)
+		if err != nil {
+			return err
+		}
+		if err := Short(w.SpendableFen(s.now()), reserve, needFen); err != nil {
+			return err
 		}
 	}
 	v, err := s.limits(ctx, accountID)
@@ -105,10 +118,10 @@ func (s *Service) CheckFunds(ctx context.Context, accountID string, needFen int6
 	switch v.Reached {
 	case "daily":
 		return gpurent.Errorf(gpurent.CodePaymentRequired, "your daily spend limit (%s) is reached: no new rentals until tomorrow (Asia/Shanghai), or raise it",
-			FormatCNY(v.DailyFen))
+			money.Format(v.DailyFen))
 	case "monthly":
 		return gpurent.Errorf(gpurent.CodePaymentRequired, "your monthly spend limit (%s) is reached: no new rentals this month, or raise it",
-			FormatCNY(v.MonthlyFen))
+			money.Format(v.MonthlyFen))
 	}
 	return nil
 }
@@ -121,4 +134,23 @@ func (s *Service) StopAtCap(ctx context.Context, accountID string) (bool, error)
 		return false, err
 	}
 	return v.Reached != "" && v.StopRunning, nil
+}
+
+// Short is the start gate's refusal (CodePaymentRequired), nil when
+// haveFen spendable covers needFen on top of reserveFen kept for the
+// instances already running by the hour. The rent, start and plan
+// conversion paths answer with it, so the API, the CLI and the console
+// show one message for one cause.
+func Short(haveFen, reserveFen, needFen int64) error {
+	if haveFen-reserveFen >= needFen {
+		return nil
+	}
+	if reserveFen > 0 {
+		return gpurent.Errorf(gpurent.CodePaymentRequired,
+			"the wallet holds %s, of which %s is kept for an hour of your running instances: %s left, less than this rental's first charge (%s: an hour, or the package's first period): top up first (`gpurent wallet`)",
+			money.Format(haveFen), money.Format(reserveFen), money.Format(max(haveFen-reserveFen, 0)), money.Format(needFen))
+	}
+	return gpurent.Errorf(gpurent.CodePaymentRequired,
+		"the wallet holds %s, less than this rental's first charge (%s: an hour, or the package's first period): top up first (`gpurent wallet`)",
+		money.Format(haveFen), money.Format(needFen))
 }

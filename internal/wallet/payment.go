@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/ledger"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // PaymentProvider is a payment gateway. A top-up asks it for a payment
@@ -153,7 +154,7 @@ func (s *Service) settle(ctx context.Context, provider, paymentID string, amount
 		switch {
 		case pay.AmountFen != amountFen:
 			return gpurent.Errorf(gpurent.CodeConflict, "payment %s/%s is for %s, not %s",
-				provider, paymentID, FormatCNY(pay.AmountFen), FormatCNY(amountFen))
+				provider, paymentID, money.Format(pay.AmountFen), money.Format(amountFen))
 		case pay.State != to:
 			return gpurent.Errorf(gpurent.CodeConflict, "payment %s/%s is already %s", provider, paymentID, pay.State)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/ledger"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // Runway alert levels, mildest first, and their thresholds.
@@ -106,10 +107,10 @@ func (s *Service) alert(ctx context.Context, acc *gpurent.Account, v *View, leve
 	switch level {
 	case alertStop:
 		a.Message = fmt.Sprintf("The wallet is empty (%s left at %s/h): running instances are being stopped; their data is kept.",
-			FormatCNY(v.SpendableFen), FormatCNY(v.BurnFenPerHour))
+			money.Format(v.SpendableFen), money.Format(v.BurnFenPerHour))
 	default:
 		a.Message = fmt.Sprintf("About %s of runway left (%s at %s/h): top up to keep your instances running.",
-			(time.Duration(v.RunwaySeconds) * time.Second).Round(time.Minute), FormatCNY(v.SpendableFen), FormatCNY(v.BurnFenPerHour))
+			(time.Duration(v.RunwaySeconds) * time.Second).Round(time.Minute), money.Format(v.SpendableFen), money.Format(v.BurnFenPerHour))
 	}
 	if err := s.store.AddAccountEvent(ctx, &gpurent.AccountEvent{AccountID: acc.ID, At: a.At, Kind: a.Kind, Message: a.Message}); err != nil {
 		s.log.Error("recording a runway alert", "account", acc.ID, "err", err)
@@ -142,7 +143,7 @@ func (s *Service) Notice(ctx context.Context, accountID, kind, message string) {
 }
 
 // SetWebhook sets (or, with "", clears) where the account's alerts are
-// posted: an http or https URL.
+// posted: an http or https URL that the configured check admits.
 func (s *Service) SetWebhook(ctx context.Context, acc *gpurent.Account, raw string) error {
 	if acc == nil {
 		return gpurent.Errorf(gpurent.CodeUnauthorized, "sign in first")
@@ -151,6 +152,11 @@ func (s *Service) SetWebhook(ctx context.Context, acc *gpurent.Account, raw stri
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2000 {
 			return gpurent.Errorf(gpurent.CodeInvalid, "the webhook must be an http(s) URL")
+		}
+		if s.checkHook != nil {
+			if err := s.checkHook(raw); err != nil {
+				return err
+			}
 		}
 	}
 	return s.store.SetWebhookURL(ctx, acc.ID, raw)

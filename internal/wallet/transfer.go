@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpurent/gpurent"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // BankTransferName is the bank-transfer provider's name.
@@ -33,7 +34,7 @@ func (b *BankTransferProvider) Name() string { return BankTransferName }
 // quotes; the "pay URL" is the instruction.
 func (b *BankTransferProvider) CreatePayment(_ context.Context, _ string, amountFen int64) (string, string, error) {
 	ref := "BT" + strings.ToUpper(gpurent.RandomSecret(8))
-	return ref, fmt.Sprintf("bank transfer of %s to %s, quoting reference %s", FormatCNY(amountFen), b.payee, ref), nil
+	return ref, fmt.Sprintf("bank transfer of %s to %s, quoting reference %s", money.Format(amountFen), b.payee, ref), nil
 }
 
 // ParseCallback refuses: an operator confirms transfers.

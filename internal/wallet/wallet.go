@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/ledger"
+	"github.com/gpurent/gpurent/internal/money"
 )
 
 // Limits on what callers pass in.
@@ -43,9 +44,35 @@ const (
 	MaxListLimit     = 500
 )
 
+// Store is what the wallet service reads and writes: the ledger,
+// vouchers, payments, spend limits, alerts and arrears, in transactions where
+// several go together; and, read only, the accounts.
+type Store interface {
+	// Its own: money.
+	gpurent.LedgerStore
+	gpurent.VoucherStore
+	gpurent.PaymentStore
+	// Its own: limits and what it tells the account.
+	gpurent.SpendLimitStore
+	gpurent.AlertStore
+	gpurent.ArrearsStore
+	gpurent.Transactor
+	// Read only.
+	AccountByID(ctx context.Context, id string) (*gpurent.Account, error)
+	AccountByEmail(ctx context.Context, email string) (*gpurent.Account, error)
+	BurnReader
+}
+
+// BurnReader is what a burn rate is read from: the account's instances and
+// the GPU types' hourly prices (a transaction's Queries, or the Store).
+type BurnReader interface {
+	ListInstances(ctx context.Context, f gpurent.InstanceFilter) ([]gpurent.Instance, error)
+	GPUTypes(ctx context.Context) ([]gpurent.GPUType, error)
+}
+
 // Config configures the service.
 type Config struct {
-	Store  gpurent.Store
+	Store  Store
 	Now    func() time.Time // nil: time.Now
 	Logger *slog.Logger
 	// Providers are the payment providers customers may top up through,
@@ -59,23 +86,29 @@ type Config struct {
 	// Notify sends an alert's JSON body to the customer's webhook URL
 	// (the app posts it; nil: alerts are only recorded).
 	Notify func(ctx context.Context, url string, body []byte)
+	// CheckWebhook vets a webhook URL when a customer sets it (the app's
+	// outbound policy: https only outside the demo, no internal
+	// addresses); its error is returned as is. nil: only the scheme is
+	// checked.
+	CheckWebhook func(raw string) error
 }
 
 // Service is the wallet service. It is safe for concurrent use.
 type Service struct {
-	store     gpurent.Store
+	store     Store
 	now       func() time.Time
 	log       *slog.Logger
 	providers map[string]PaymentProvider
 	random    io.Reader
 	notify    func(ctx context.Context, url string, body []byte)
+	checkHook func(raw string) error
 	noGPUFen  int64
 }
 
 // New makes the service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, now: cfg.Now, log: cfg.Logger, random: cfg.Random, notify: cfg.Notify,
-		providers: make(map[string]PaymentProvider), noGPUFen: cfg.NoGPUHourFen}
+		checkHook: cfg.CheckWebhook, providers: make(map[string]PaymentProvider), noGPUFen: cfg.NoGPUHourFen}
 	if s.noGPUFen <= 0 {
 		s.noGPUFen = 10
 	}
@@ -192,43 +225,79 @@ func walletOf(b *gpurent.LedgerBalances) (*ledger.Wallet, error) {
 // burnRate sums the hourly prices of the account's running instances on
 // the hourly plan (packages are prepaid and burn nothing).
 func (s *Service) burnRate(ctx context.Context, accountID string) (ledger.Rate, int, error) {
-	ins, err := s.store.ListInstances(ctx, gpurent.InstanceFilter{AccountID: accountID,
-		States: []gpurent.InstanceState{gpurent.StateRunning}})
+	hours, err := s.hourlyBurn(ctx, s.store, accountID, "", gpurent.StateRunning)
 	if err != nil {
 		return ledger.Rate{}, 0, err
 	}
-	if len(ins) == 0 {
+	if len(hours) == 0 {
 		return ledger.PerHour(0), 0, nil
 	}
-	types, err := s.store.GPUTypes(ctx)
+	rates := make([]ledger.Rate, 0, len(hours))
+	for _, h := range hours {
+		rates = append(rates, ledger.PerHour(h))
+	}
+	r, err := ledger.BurnRate(rates...)
 	if err != nil {
-		return ledger.Rate{}, 0, err
+		return ledger.Rate{}, 0, gpurent.WrapError(gpurent.CodeInternal, err, "burn rate of %q", accountID)
+	}
+	return r, len(hours), nil
+}
+
+// hourlyBurn is what each of the account's instances in the given states
+// on the hourly plan spends in an hour (its GPU type's hourly list price
+// times its GPU count; the no-GPU price in no-GPU mode), except is left
+// out. It reads through q, so that a caller in a transaction sees its own
+// writes.
+func (s *Service) hourlyBurn(ctx context.Context, q BurnReader, accountID, except string, states ...gpurent.InstanceState) ([]int64, error) {
+	ins, err := q.ListInstances(ctx, gpurent.InstanceFilter{AccountID: accountID, States: states})
+	if err != nil {
+		return nil, err
+	}
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	types, err := q.GPUTypes(ctx)
+	if err != nil {
+		return nil, err
 	}
 	price := make(map[string]int64, len(types))
 	for _, t := range types {
 		price[t.ID] = t.PriceHourlyFen
 	}
-	rates := make([]ledger.Rate, 0, len(ins))
-	burning := 0
+	var out []int64
 	for _, in := range ins {
-		if in.Plan != gpurent.PlanHourly && in.Plan != "" {
+		if in.ID == except || (in.Plan != gpurent.PlanHourly && in.Plan != "") {
 			continue // packages are prepaid: they do not burn the wallet
 		}
 		hour := price[in.TypeID] * int64(in.GPUCount)
 		if in.GPUCount == 0 {
 			hour = s.noGPUFen
 		}
-		rates = append(rates, ledger.PerHour(hour))
-		burning++
+		out = append(out, hour)
 	}
-	if burning == 0 {
-		return ledger.PerHour(0), 0, nil
-	}
-	r, err := ledger.BurnRate(rates...)
+	return out, nil
+}
+
+// ReserveFen is what the start gate keeps back for the account's instances
+// that already burn the wallet: an hour of each running or provisioning
+// instance on the hourly plan, except the one named (an instance being
+// converted to a package stops burning). It reads through q, inside the
+// caller's transaction when there is one.
+func (s *Service) ReserveFen(ctx context.Context, q gpurent.Queries, accountID, except string) (int64, error) {
+	return s.reserveFen(ctx, q, accountID, except)
+}
+
+// reserveFen is ReserveFen reading through any BurnReader.
+func (s *Service) reserveFen(ctx context.Context, q BurnReader, accountID, except string) (int64, error) {
+	hours, err := s.hourlyBurn(ctx, q, accountID, except, gpurent.StateRunning, gpurent.StateProvisioning)
 	if err != nil {
-		return ledger.Rate{}, 0, gpurent.WrapError(gpurent.CodeInternal, err, "burn rate of %q", accountID)
+		return 0, err
 	}
-	return r, burning, nil
+	var sum int64
+	for _, h := range hours {
+		sum += h
+	}
+	return sum, nil
 }
 
 // SpendableFen is the account's spendable balance now (cash + live credit).
@@ -360,7 +429,7 @@ func requireOperator(a *gpurent.Account) error {
 
 func checkAmount(fen, min int64) error {
 	if fen < min || fen > MaxCreditFen {
-		return gpurent.Errorf(gpurent.CodeInvalid, "amount must be between %s and %s", FormatCNY(min), FormatCNY(MaxCreditFen))
+		return gpurent.Errorf(gpurent.CodeInvalid, "amount must be between %s and %s", money.Format(min), money.Format(MaxCreditFen))
 	}
 	return nil
 }
@@ -370,43 +439,6 @@ func checkKey(k string) error {
 		return gpurent.Errorf(gpurent.CodeInvalid, "an idempotency key of 1 to %d bytes is required", MaxKeyLen)
 	}
 	return nil
-}
-
-// FormatCNY renders fen as yuan with two decimals: 123456 → "¥1,234.56".
-func FormatCNY(fen int64) string {
-	neg := fen < 0
-	u := uint64(fen)
-	if neg {
-		u = -u
-	}
-	yuan, cents := u/100, u%100
-	digits := []byte{}
-	s := uintString(yuan)
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			digits = append(digits, ',')
-		}
-		digits = append(digits, s[i])
-	}
-	out := "¥" + string(digits) + "." + string([]byte{byte('0' + cents/10), byte('0' + cents%10)})
-	if neg {
-		return "-" + out
-	}
-	return out
-}
-
-func uintString(u uint64) string {
-	if u == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for u > 0 {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	return string(b[i:])
 }
 
 // GrantSLA posts an SLA credit (the system acting: the incident service):

@@ -61,3 +61,28 @@ type Access interface {
 	// restarts).
 	PID(ctx context.Context, instanceID string) (int, error)
 }
+
+// --- Files put into instances (issue 14: sftp served inside the
+// instance's isolation) ---
+
+// File is a file of the agent's host to put into an instance.
+type File struct {
+	// Path is where it goes inside the instance (absolute); its parent
+	// directory is made (0755) when missing.
+	Path string
+	// Mode is its permission bits, Size its length in bytes.
+	Mode int64
+	Size int64
+	// Open opens its content (read to Size bytes).
+	Open func() (io.ReadCloser, error)
+}
+
+// Installer puts files into running instances: the access server's sftp
+// helper, which then runs inside the instance through Exec.
+type Installer interface {
+	// InstallFile makes sure the running instance holds f at f.Path,
+	// copying it when nothing of f.Size bytes is there yet. What the
+	// instance's own users do to the copy afterwards is theirs: it runs
+	// with the instance's privileges only.
+	InstallFile(ctx context.Context, instanceID string, f File) error
+}

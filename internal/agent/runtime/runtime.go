@@ -6,7 +6,10 @@ package runtime
 
 import (
 	"context"
+	"io"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/agentproto"
 )
 
 // Labels put on every managed container, tying it to its instance.
@@ -32,6 +35,10 @@ type Spec struct {
 	VolumeName   string
 	VolumeGiB    int
 	Env          map[string]string
+	// Startup is the startup command, a shell line the instance's init
+	// runs with /bin/sh -c: nil runs the image's entrypoint and command,
+	// "" none (agentproto.DesiredInstance.Startup).
+	Startup *string
 }
 
 // State of an instance in the runtime.
@@ -53,6 +60,29 @@ type Status struct {
 	Message      string
 	StartedAt    time.Time
 	GPUUUIDs     []string
+	// Startup is the startup command's state as the init recorded it, nil
+	// when unknown (not running, or a runtime without the init).
+	Startup *agentproto.StartupStatus
+}
+
+// LogOptions choose what Logs returns.
+type LogOptions struct {
+	// Follow keeps the stream open, sending new output as it comes, until
+	// the context ends or the instance stops.
+	Follow bool
+	// Since keeps only output written at or after it (zero: all kept).
+	Since time.Time
+	// Tail keeps only the last Tail lines (0: all kept).
+	Tail int
+}
+
+// Logger is a runtime that keeps the output of each instance's startup
+// command, bounded in size per instance (the oldest output is dropped).
+type Logger interface {
+	// Logs returns the instance's startup-command output, stdout and
+	// stderr interleaved as written, as plain bytes; not_found when the
+	// instance has no container.
+	Logs(ctx context.Context, instanceID string, opt LogOptions) (io.ReadCloser, error)
 }
 
 // Runtime runs instances. Every method is idempotent.

@@ -447,7 +447,7 @@ func TestBillingPages(t *testing.T) {
 func TestBillingBankTopUp(t *testing.T) {
 	bg := context.Background()
 	dir := t.TempDir()
-	s, err := app.StartServer(bg, app.ServerConfig{DSN: dir + "/gpurent.db", Listen: "127.0.0.1:0", JoinToken: "join-topup",
+	s, err := app.StartServer(bg, app.ServerConfig{DSN: dir + "/gpurent.db", Listen: "127.0.0.1:0",
 		BcryptCost: 4, PaymentProviders: []wallet.PaymentProvider{wallet.NewBankTransferProvider("ICBC Chengdu Hi-tech, gpurent Ltd, 6222 0000 1111")}})
 	if err != nil {
 		t.Fatal(err)
@@ -512,7 +512,7 @@ func TestPasswordForgotLink(t *testing.T) {
 	bg := context.Background()
 	var mu sync.Mutex
 	var links []string
-	s, err := app.StartServer(bg, app.ServerConfig{DSN: t.TempDir() + "/gpurent.db", Listen: "127.0.0.1:0", JoinToken: "join-reset",
+	s, err := app.StartServer(bg, app.ServerConfig{DSN: t.TempDir() + "/gpurent.db", Listen: "127.0.0.1:0",
 		BcryptCost: 4, Logger: slog.New(acctLinkLog{mu: &mu, links: &links})})
 	if err != nil {
 		t.Fatal(err)
@@ -556,14 +556,7 @@ func TestPasswordForgotLink(t *testing.T) {
 // to an unknown address; the mailed link sets a new password once.
 func TestPasswordResetByMail(t *testing.T) {
 	bg := context.Background()
-	relay := smtptest.Start(t, smtptest.Options{})
-	const public = "http://gpu.console.example"
-	s, err := app.StartServer(bg, app.ServerConfig{DSN: t.TempDir() + "/gpurent.db", Listen: "127.0.0.1:0", JoinToken: "join-mail",
-		BcryptCost: 4, PublicURL: public, MailURL: "smtp://" + relay.Addr + "?from=" + "gpurent%20%3Cnoreply%40gpu.console.example%3E"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, relay := startMailServer(t)
 	if _, err := s.Auth.Register(bg, "li@mail.example", "李", "forgotten-password"); err != nil {
 		t.Fatal(err)
 	}
@@ -575,9 +568,10 @@ func TestPasswordResetByMail(t *testing.T) {
 			t.Fatalf("answer for %s: %q", addr, got)
 		}
 	}
-	msgs := relay.Wait(t, 1, 30*time.Second)
+	relay.Wait(t, 1, 30*time.Second)
 	time.Sleep(300 * time.Millisecond) // a second (wrong) mail would be here by now
-	if msgs = relay.Messages(t); len(msgs) != 1 {
+	msgs := relay.Messages(t)
+	if len(msgs) != 1 {
 		t.Fatalf("%d mails sent, want one (none for the unknown address)", len(msgs))
 	}
 	m := msgs[0]
@@ -585,17 +579,7 @@ func TestPasswordResetByMail(t *testing.T) {
 		!strings.Contains(m.Body, "li@mail.example") || !strings.Contains(m.Header.Get("From"), "noreply@gpu.console.example") {
 		t.Fatalf("mail to %q, subject %q, from %q:\n%s", m.Header.Get("X-RcptTo"), m.Subject, m.Header.Get("From"), m.Body)
 	}
-	var link string
-	for _, line := range strings.Split(m.Body, "\r\n") {
-		if strings.HasPrefix(line, public+"/password/reset?token=") {
-			link = line
-		}
-	}
-	if link == "" {
-		t.Fatalf("no link under %s in the mail:\n%s", public, m.Body)
-	}
-	// The browser reaches the console at its listener, not the public name.
-	local := s.URL + strings.TrimPrefix(link, public)
+	local := mailedLink(t, m.Body, s.URL, "/password/reset?token=")
 	run(t, ctx, "open the mailed link", nav(local+"&lang=zh"), chromedp.WaitVisible(chromedp.CSS("#reset-form")))
 	acctSubmit(t, ctx, "set a new password", "#reset-form", map[string]string{"password": "mailed-password-1", "password2": "mailed-password-1"},
 		"#reset-submit", "#reset-signin")
@@ -605,4 +589,36 @@ func TestPasswordResetByMail(t *testing.T) {
 	if got := acctEval[bool](t, ctx, `document.querySelector("#reset-form") !== null`); got {
 		t.Fatal("a used link still offers the reset form")
 	}
+}
+
+// mailPublicURL is the public URL of startMailServer's control plane.
+const mailPublicURL = "http://gpu.console.example"
+
+// startMailServer starts a control plane whose console mails through a
+// real SMTP server on loopback, under mailPublicURL.
+func startMailServer(t *testing.T) (*app.Server, *smtptest.Server) {
+	t.Helper()
+	relay := smtptest.Start(t, smtptest.Options{})
+	s, err := app.StartServer(context.Background(), app.ServerConfig{DSN: t.TempDir() + "/gpurent.db", Listen: "127.0.0.1:0",
+		BcryptCost: 4, PublicURL: mailPublicURL,
+		MailURL: "smtp://" + relay.Addr + "?from=" + "gpurent%20%3Cnoreply%40gpu.console.example%3E"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, relay
+}
+
+// mailedLink finds the link under mailPublicURL+path in a mail's body and
+// answers it on the console's listener (the browser reaches the console
+// there, not at the public name).
+func mailedLink(t *testing.T, body, listener, path string) string {
+	t.Helper()
+	for _, line := range strings.Split(body, "\r\n") {
+		if strings.HasPrefix(line, mailPublicURL+path) {
+			return listener + strings.TrimPrefix(line, mailPublicURL)
+		}
+	}
+	t.Fatalf("no link under %s in the mail:\n%s", mailPublicURL+path, body)
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/app"
 	"github.com/gpurent/gpurent/internal/catalog"
+	"github.com/gpurent/gpurent/internal/testtier"
 )
 
 // site is a control plane with its console and two agents of fake GPUs
@@ -39,7 +40,7 @@ func startSite(t testing.TB) *site {
 	t.Helper()
 	image := dockertest.BusyboxImage(t)
 	dir := t.TempDir()
-	cfg := app.ServerConfig{DSN: filepath.Join(dir, "gpurent.db"), Listen: "127.0.0.1:0", JoinToken: "join-console",
+	cfg := app.ServerConfig{DSN: filepath.Join(dir, "gpurent.db"), Listen: "127.0.0.1:0",
 		BcryptCost: 4, PollWait: 5 * time.Second, BillingInterval: 300 * time.Millisecond, OperationsInterval: 300 * time.Millisecond,
 		SSHListen: "127.0.0.1:0", KeyDir: filepath.Join(dir, "keys"),
 		Certification: app.CertificationConfig{AcceptSynthetic: true, Interval: 300 * time.Millisecond, MaxOpenJobs: 1}}
@@ -53,7 +54,9 @@ func startSite(t testing.TB) *site {
 		t.Fatal(err)
 	}
 	scope := "web-" + strings.ToLower(dockertest.NewInstanceID()[2:8])
-	as, err := app.StartAgents(context.Background(), app.AgentsConfig{ServerURL: s.URL, JoinToken: cfg.JoinToken,
+	// Runs after the agents stopped: the instances the tests rented go.
+	dockertest.CleanupScopes(t, scope+"-a", scope+"-b", scope+"-c")
+	as, err := app.StartAgents(context.Background(), app.AgentsConfig{InitBinary: dockertest.InitBinary(t), ServerURL: s.URL, Join: s,
 		DataDir: filepath.Join(dir, "agents"), Catalog: c, Runtime: app.RuntimeDocker,
 		Hosts: []app.DemoHost{
 			{Name: scope + "-a", Zone: "cd-tianfu-a", TypeID: "h100-80g-sxm", GPUs: 4, GroupSize: 4},
@@ -126,6 +129,7 @@ func (st *site) waitHosts(n int) {
 // chromium finds the browser the tests drive.
 func chromium(t testing.TB) string {
 	t.Helper()
+	testtier.Require(t, "Chromium")
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

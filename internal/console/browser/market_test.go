@@ -124,7 +124,14 @@ func TestMarketPage(t *testing.T) {
 			c := now.Add(d)
 			return rating.Clock(c.Hour(), c.Minute(), 0)
 		}
-		v := rating.Version{Effective: now.Add(2 * time.Second).Truncate(time.Second),
+		// A version takes effect after the latest one: when the badge was
+		// already right (the default off-peak window may hold now), the
+		// second call comes within the first one's second.
+		eff := now.Add(2 * time.Second).Truncate(time.Second)
+		if last := vs[len(vs)-1].Effective; !eff.After(last) {
+			eff = last.Add(time.Second)
+		}
+		v := rating.Version{Effective: eff,
 			Rule:  rating.Rule{Start: clock(from), End: clock(to)},
 			Types: vs[len(vs)-1].Types}
 		if _, err := st.s.Billing.AddVersion(context.Background(), st.ops, v, "browser test: off-peak window"); err != nil {

@@ -121,8 +121,11 @@ func TestOpsJourney(t *testing.T) {
 		if h := text(t, ctx, "h1"); h != w.fleet {
 			t.Fatalf("%s: fleet h1 %q", w.lang, h)
 		}
-		if cmd := text(t, ctx, "#join-cd-tianfu-a"); !strings.Contains(cmd, "--join-token join-console --zone cd-tianfu-a") ||
-			!strings.Contains(cmd, "--server "+st.url) {
+		// The join section shows how to make a one-time token and an agent
+		// command that reads it from a file: no secret.
+		if cmd := text(t, ctx, "#join-cd-tianfu-a"); !strings.Contains(cmd, "gpurent hosts join-token create --zone cd-tianfu-a") ||
+			!strings.Contains(cmd, "--server "+st.url) || !strings.Contains(cmd, "--join-token-file /etc/gpurent/join-token") ||
+			strings.Contains(cmd, "join-console") || strings.Contains(cmd, "gpj_") {
 			t.Fatalf("%s: join command %q", w.lang, cmd)
 		}
 		shot(t, ctx, "ops-fleet-"+w.lang)

@@ -31,7 +31,7 @@ func startRenderSite(b *testing.B) *renderSite {
 	st := storetest.SQLiteAt(b, filepath.Join(b.TempDir(), "gpurent.db"))
 	storetest.SeedCatalog(b, st)
 	hosts := storetest.SeedFleet(b, st, 1000, 8)
-	s, err := app.StartServer(ctx, app.ServerConfig{Store: st, Listen: "127.0.0.1:0", JoinToken: "join-render", BcryptCost: 4})
+	s, err := app.StartServer(ctx, app.ServerConfig{Store: st, Listen: "127.0.0.1:0", BcryptCost: 4})
 	if err != nil {
 		b.Fatal(err)
 	}

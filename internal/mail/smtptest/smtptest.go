@@ -1,6 +1,7 @@
 // Package smtptest runs a real SMTP server on loopback for tests: aiosmtpd
 // (Debian's python3-aiosmtpd), delivering into a Maildir that the test
-// reads back. A missing aiosmtpd fails the test, never skips it.
+// reads back. A missing aiosmtpd fails the test (the fast tier skips it:
+// internal/testtier).
 //
 // It is ordinary (non-test) code so that the tests of several packages can
 // share it; nothing in the product imports it.
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpurent/gpurent/internal/testtier"
 )
 
 // Missing is the failure message when no Python has aiosmtpd.
@@ -42,6 +45,7 @@ type Options struct {
 // python3 earlier on PATH may be another installation without it).
 func python(t testing.TB) string {
 	t.Helper()
+	testtier.Require(t, "aiosmtpd (an SMTP server)")
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
 		if exec.Command(p, "-c", "import aiosmtpd").Run() == nil {
 			return p

@@ -98,6 +98,10 @@ func Dialect() sqlstore.Dialect {
 		EncodeTime:           func(t time.Time) any { return t },
 		MigrationLock:        fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", int64(migrationLockKey)),
 		NotifyHost:           "SELECT pg_notify('" + hostChannel + "', ?)",
+		RowLock:              "FOR NO KEY UPDATE",
+		StatementAtomicInTx:  true,
+		ModifyingCTEs:        true,
+		CastValues:           true,
 	}
 }
 

@@ -124,6 +124,9 @@ func Dialect() sqlstore.Dialect {
 		Name:       "sqlite",
 		Classify:   classify,
 		EncodeTime: func(t time.Time) any { return t.Format(sqlstore.SQLiteTimeLayout) },
+		// One process holds the file and writes through one connection.
+		SoleWriter:      true,
+		CacheStatements: true,
 	}
 }
 

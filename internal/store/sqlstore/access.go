@@ -17,8 +17,8 @@ func scanSSHKey(r rowScanner) (*gpurent.SSHKey, error) {
 	return &k, err
 }
 
-// AddSSHKey stores a key; a fingerprint already registered (by any
-// account) is a conflict.
+// AddSSHKey stores a key; a fingerprint the account registered already is
+// a conflict (other accounts may hold the same key).
 func (s *Store) AddSSHKey(ctx context.Context, k *gpurent.SSHKey) error {
 	if k.AccountID == "" || k.PublicKey == "" || k.Fingerprint == "" {
 		return gpurent.Errorf(gpurent.CodeInvalid, "an SSH key needs its account, public key and fingerprint")
@@ -30,7 +30,7 @@ func (s *Store) AddSSHKey(ctx context.Context, k *gpurent.SSHKey) error {
 	_, err := s.exec(ctx, `INSERT INTO ssh_keys (`+sshKeyCols+`) VALUES (?, ?, ?, ?, ?, ?, NULL)`,
 		k.ID, k.AccountID, k.Name, k.PublicKey, k.Fingerprint, s.ts(k.CreatedAt))
 	if s.d.Classify(err) == ErrUnique {
-		return gpurent.Errorf(gpurent.CodeConflict, "this SSH key (%s) is registered already", k.Fingerprint)
+		return gpurent.Errorf(gpurent.CodeConflict, "this SSH key (%s) is registered on the account already", k.Fingerprint)
 	}
 	return s.dbErr(err, "add SSH key")
 }
@@ -65,9 +65,21 @@ func (s *Store) DeleteSSHKey(ctx context.Context, accountID, id string) error {
 	return nil
 }
 
-// SSHKeyByFingerprint finds the key with the fingerprint.
+// SSHKeyByFingerprint finds the oldest registration of the key with the
+// fingerprint.
 func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*gpurent.SSHKey, error) {
-	k, err := scanSSHKey(s.queryRow(ctx, `SELECT `+sshKeyCols+` FROM ssh_keys WHERE fingerprint = ?`, fingerprint))
+	return s.sshKeyWhere(ctx, `fingerprint = ? ORDER BY created_at, id LIMIT 1`, fingerprint)
+}
+
+// SSHKeyOfAccount finds the account's registration of the key with the
+// fingerprint.
+func (s *Store) SSHKeyOfAccount(ctx context.Context, accountID, fingerprint string) (*gpurent.SSHKey, error) {
+	return s.sshKeyWhere(ctx, `account_id = ? AND fingerprint = ?`, accountID, fingerprint)
+}
+
+func (s *Store) sshKeyWhere(ctx context.Context, where string, args ...any) (*gpurent.SSHKey, error) {
+	fingerprint := args[len(args)-1].(string)
+	k, err := scanSSHKey(s.queryRow(ctx, `SELECT `+sshKeyCols+` FROM ssh_keys WHERE `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("SSH key", fingerprint)
 	}

@@ -45,6 +45,30 @@ type Dialect struct {
 	// generation is bumped, to tell other processes (PostgreSQL's
 	// pg_notify, delivered when the transaction commits).
 	NotifyHost string
+	// SoleWriter is a database only this process writes to (SQLite: one
+	// writer connection of one process). Store.SoleWriter answers it.
+	SoleWriter bool
+	// CacheStatements keeps statements prepared in the store, for a
+	// driver that prepares every statement it is given anew (modernc's
+	// SQLite); false where the driver caches them per connection (pgx).
+	CacheStatements bool
+	// RowLock is the clause a SELECT ends with to lock the rows it reads
+	// against other posts until the transaction ends (PostgreSQL: FOR NO
+	// KEY UPDATE); "" where write transactions never overlap (SQLite's
+	// one writer, BEGIN IMMEDIATE).
+	RowLock string
+	// StatementAtomicInTx is a database where a failed statement aborts
+	// the transaction around it (PostgreSQL): inside a transaction one
+	// statement is atomic by itself and needs no savepoint of its own.
+	StatementAtomicInTx bool
+	// ModifyingCTEs is a database whose WITH clauses may insert and update
+	// (PostgreSQL): the batched writes (a post, a report's run events, a
+	// pass's debits) go in one statement and one round trip instead of
+	// several.
+	ModifyingCTEs bool
+	// CastValues is a database that needs a VALUES list's placeholders
+	// cast to be typed (PostgreSQL).
+	CastValues bool
 }
 
 // rebind rewrites '?' placeholders for dialects that number them. The shared

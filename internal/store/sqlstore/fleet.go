@@ -32,6 +32,26 @@ func scanHost(r rowScanner) (*gpurent.Host, error) {
 // stored row: its ID, State, Generation, LastSeenAt and RegisteredAt. A new
 // host with no State is ready; with no RegisteredAt, registered now.
 func (s *Store) UpsertHost(ctx context.Context, h *gpurent.Host) error {
+	return s.saveHost(ctx, h, `ON CONFLICT (name) DO UPDATE SET
+	zone_id = excluded.zone_id, cpu_milli = excluded.cpu_milli, memory_mib = excluded.memory_mib,
+	disk_gib = excluded.disk_gib, runtime = excluded.runtime, agent_version = excluded.agent_version,
+	agent_token_hash = excluded.agent_token_hash`)
+}
+
+// CreateHost inserts h; a host of the same name is a conflict, never
+// updated.
+func (s *Store) CreateHost(ctx context.Context, h *gpurent.Host) error {
+	err := s.saveHost(ctx, h, `ON CONFLICT (name) DO NOTHING`)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gpurent.Errorf(gpurent.CodeConflict, "a host called %q exists", h.Name)
+	}
+	return err
+}
+
+// saveHost inserts h with the conflict clause onConflict and reads back
+// the stored row's fields (sql.ErrNoRows, unwrapped, when the clause wrote
+// nothing).
+func (s *Store) saveHost(ctx context.Context, h *gpurent.Host, onConflict string) error {
 	if h.Name == "" {
 		return gpurent.Errorf(gpurent.CodeInvalid, "host name is required")
 	}
@@ -45,14 +65,14 @@ func (s *Store) UpsertHost(ctx context.Context, h *gpurent.Host) error {
 	}
 	var st string
 	err := s.writeRow(ctx, `INSERT INTO hosts (`+hostCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (name) DO UPDATE SET
-	zone_id = excluded.zone_id, cpu_milli = excluded.cpu_milli, memory_mib = excluded.memory_mib,
-	disk_gib = excluded.disk_gib, runtime = excluded.runtime, agent_version = excluded.agent_version,
-	agent_token_hash = excluded.agent_token_hash
+`+onConflict+`
 RETURNING id, state, generation, last_seen_at, registered_at`,
 		id, h.Name, h.ZoneID, string(state), h.CPUMilli, h.MemoryMiB, h.DiskGiB, h.Runtime, h.AgentVersion,
 		h.AgentTokenHash, h.Generation, s.tsp(h.LastSeenAt), s.ts(nowOr(h.RegisteredAt))).
 		Scan(&h.ID, &st, &h.Generation, nullTimeCol{&h.LastSeenAt}, timeCol{&h.RegisteredAt})
+	if errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
 	if err != nil {
 		return s.dbErr(err, "save host")
 	}
@@ -93,7 +113,8 @@ func scanGPU(r rowScanner) (gpurent.GPU, error) {
 }
 
 // SyncHostGPUs upserts the host's GPUs by ID (moving a GPU reported by
-// another host to this one) and marks the host's GPUs missing from gpus
+// another host to this one only when that host has no agent credential:
+// a conflict otherwise, writing nothing) and marks the host's GPUs missing from gpus
 // with health "missing". No GPU row is ever deleted. A GPU keeps its health
 // reason while its health stays as it was; a new health comes with the
 // reason g.HealthReason ("" for none).
@@ -135,14 +156,41 @@ func (s *Store) SyncHostGPUs(ctx context.Context, hostID string, gpus []gpurent.
 				args = append(args, g.ID, hostID, g.Index, g.TypeID, g.MemoryMiB, string(health), g.HealthReason,
 					g.TopoGroup, g.NUMANode)
 			}
+			// A GPU another host holds moves only when that host has no
+			// agent credential (an operator reset it): the row's WHERE is
+			// evaluated on the locked row, so that two hosts racing for one
+			// UUID cannot both have it.
 			q.WriteString(` ON CONFLICT (id) DO UPDATE SET
 	host_id = excluded.host_id, gpu_index = excluded.gpu_index, type_id = excluded.type_id,
 	memory_mib = excluded.memory_mib, health = excluded.health,
 	health_reason = CASE WHEN gpus.health = excluded.health AND excluded.health_reason = ''
 		THEN gpus.health_reason ELSE excluded.health_reason END,
-	topo_group = excluded.topo_group, numa_node = excluded.numa_node`)
-			if _, err := st.exec(ctx, q.String(), args...); err != nil {
+	topo_group = excluded.topo_group, numa_node = excluded.numa_node
+WHERE gpus.host_id = excluded.host_id
+	OR NOT EXISTS (SELECT 1 FROM hosts o WHERE o.id = gpus.host_id AND o.agent_token_hash <> '')
+RETURNING id`)
+			rows, err := st.writeRows(ctx, q.String(), args...)
+			if err != nil {
 				return st.dbErr(err, "sync GPUs")
+			}
+			written := make(map[string]bool, len(part))
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return st.dbErr(err, "sync GPUs")
+				}
+				written[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return st.dbErr(err, "sync GPUs")
+			}
+			for _, g := range part {
+				if !written[g.ID] {
+					return gpurent.Errorf(gpurent.CodeConflict,
+						"GPU %s belongs to another host; an operator must reset that host before it can move", g.ID)
+				}
 			}
 		}
 		// Mark the rest missing. The ids are passed as one bound list per

@@ -3,25 +3,82 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpurent/gpurent"
 )
 
 const instanceCols = `id, account_id, name, image, type_id, gpu_count, zone_id, host_id, state, state_reason,
-plan, cpu_milli, memory_mib, volume_id, idempotency_key, request_hash, failover, version, created_at, updated_at`
+plan, cpu_milli, memory_mib, volume_id, idempotency_key, request_hash, failover, version, created_at, updated_at,
+startup_command`
+
+// startupCols are the startup status's columns, read with instanceCols
+// and written only by RecordStartupStatus.
+const startupCols = `startup_state, startup_argv, startup_started_at, startup_exited_at, startup_exit_code,
+startup_signal, startup_error, startup_reported_at, startup_event_key`
 
 func scanInstance(r rowScanner) (*gpurent.Instance, error) {
 	var in gpurent.Instance
 	var state, plan, failover string
+	var startup sql.NullString
+	var st gpurent.StartupStatus
+	var argv string
+	var exit sql.NullInt64
+	var reported *time.Time
 	err := r.Scan(&in.ID, &in.AccountID, &in.Name, &in.Image, &in.TypeID, &in.GPUCount, &in.ZoneID, &in.HostID,
 		&state, &in.StateReason, &plan, &in.CPUMilli, &in.MemoryMiB, &in.VolumeID, &in.IdempotencyKey,
-		&in.RequestHash, &failover, &in.Version, timeCol{&in.CreatedAt}, timeCol{&in.UpdatedAt})
+		&in.RequestHash, &failover, &in.Version, timeCol{&in.CreatedAt}, timeCol{&in.UpdatedAt}, &startup,
+		&st.State, &argv, nullTimeCol{&st.StartedAt}, nullTimeCol{&st.ExitedAt}, &exit,
+		&st.Signal, &st.Error, nullTimeCol{&reported}, &st.EventKey)
 	in.State = gpurent.InstanceState(state)
 	in.Plan = gpurent.Plan(plan)
 	in.Failover = gpurent.Failover(failover)
+	if startup.Valid {
+		in.StartupCommand = &startup.String
+	}
+	if err == nil && st.State != "" {
+		if argv != "" {
+			if jerr := json.Unmarshal([]byte(argv), &st.Command); jerr != nil {
+				return nil, fmt.Errorf("startup command of instance %s: %w", in.ID, jerr)
+			}
+		}
+		if exit.Valid {
+			c := int(exit.Int64)
+			st.ExitCode = &c
+		}
+		if reported != nil {
+			st.ReportedAt = *reported
+		}
+		in.Startup = &st
+	}
 	return &in, err
+}
+
+// checkStartupCommand refuses a startup command the store does not keep.
+func checkStartupCommand(c *string) error {
+	if c == nil {
+		return nil
+	}
+	if len(*c) > gpurent.MaxStartupCommandBytes {
+		return gpurent.Errorf(gpurent.CodeInvalid, "startup command must be at most %d bytes, got %d",
+			gpurent.MaxStartupCommandBytes, len(*c))
+	}
+	if strings.IndexByte(*c, 0) >= 0 {
+		return gpurent.Errorf(gpurent.CodeInvalid, "startup command must not contain a NUL byte")
+	}
+	return nil
+}
+
+// nullString is c as a nullable column.
+func nullString(c *string) any {
+	if c == nil {
+		return nil
+	}
+	return *c
 }
 
 // checkFailover refuses a failover choice the store does not know; ""
@@ -47,6 +104,9 @@ func (s *Store) CreateInstance(ctx context.Context, in *gpurent.Instance) error 
 	if err := checkFailover(in.Failover); err != nil {
 		return err
 	}
+	if err := checkStartupCommand(in.StartupCommand); err != nil {
+		return err
+	}
 	if in.ID == "" {
 		in.ID = gpurent.NewID(gpurent.PrefixInstance)
 	}
@@ -59,11 +119,12 @@ func (s *Store) CreateInstance(ctx context.Context, in *gpurent.Instance) error 
 		in.Version = 1
 	}
 	n, err := s.execN(ctx, `INSERT INTO instances (`+instanceCols+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING`,
 		in.ID, in.AccountID, in.Name, in.Image, in.TypeID, in.GPUCount, in.ZoneID, in.HostID,
 		string(in.State), in.StateReason, string(in.Plan), in.CPUMilli, in.MemoryMiB, in.VolumeID,
-		in.IdempotencyKey, in.RequestHash, string(in.Failover), in.Version, s.ts(in.CreatedAt), s.ts(in.UpdatedAt))
+		in.IdempotencyKey, in.RequestHash, string(in.Failover), in.Version, s.ts(in.CreatedAt), s.ts(in.UpdatedAt),
+		nullString(in.StartupCommand))
 	if err != nil {
 		return s.dbErr(err, "create instance")
 	}
@@ -91,7 +152,7 @@ func (s *Store) InstanceByIdempotencyKey(ctx context.Context, accountID, key str
 }
 
 func (s *Store) oneInstance(ctx context.Context, where string, args []any, missing error) (*gpurent.Instance, error) {
-	in, err := scanInstance(s.queryRow(ctx, `SELECT `+instanceCols+` FROM instances `+where, args...))
+	in, err := scanInstance(s.queryRow(ctx, `SELECT `+instanceCols+`, `+startupCols+` FROM instances `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, missing
 	}
@@ -133,7 +194,7 @@ func (s *Store) ListInstances(ctx context.Context, f gpurent.InstanceFilter) ([]
 	if len(conds) > 0 {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
-	rows, err := s.query(ctx, `SELECT `+instanceCols+` FROM instances`+where+` ORDER BY created_at, id`, args...)
+	rows, err := s.query(ctx, `SELECT `+instanceCols+`, `+startupCols+` FROM instances`+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, s.dbErr(err, "list instances")
 	}
@@ -207,7 +268,7 @@ ORDER BY a.instance_id, a.started_at DESC, a.seq DESC, g.gpu_index, g.id`, args.
 }
 
 // UpdateInstance writes Name, HostID, State, StateReason, VolumeID, TypeID,
-// GPUCount, CPUMilli, MemoryMiB, Failover and UpdatedAt (now when zero)
+// GPUCount, CPUMilli, MemoryMiB, Failover, StartupCommand and UpdatedAt (now when zero)
 // where the stored Version equals in.Version, then bumps in.Version. A
 // stale Version is a conflict.
 func (s *Store) UpdateInstance(ctx context.Context, in *gpurent.Instance) error {
@@ -217,12 +278,17 @@ func (s *Store) UpdateInstance(ctx context.Context, in *gpurent.Instance) error 
 	if err := checkFailover(in.Failover); err != nil {
 		return err
 	}
+	if err := checkStartupCommand(in.StartupCommand); err != nil {
+		return err
+	}
 	updated := nowOr(in.UpdatedAt)
 	n, err := s.execN(ctx, `UPDATE instances SET name = ?, host_id = ?, state = ?, state_reason = ?, volume_id = ?,
-	type_id = ?, gpu_count = ?, cpu_milli = ?, memory_mib = ?, failover = ?, updated_at = ?, version = version + 1
+	type_id = ?, gpu_count = ?, cpu_milli = ?, memory_mib = ?, failover = ?, startup_command = ?, updated_at = ?,
+	version = version + 1
 WHERE id = ? AND version = ?`,
 		in.Name, in.HostID, string(in.State), in.StateReason, in.VolumeID,
-		in.TypeID, in.GPUCount, in.CPUMilli, in.MemoryMiB, string(in.Failover), s.ts(updated), in.ID, in.Version)
+		in.TypeID, in.GPUCount, in.CPUMilli, in.MemoryMiB, string(in.Failover), nullString(in.StartupCommand),
+		s.ts(updated), in.ID, in.Version)
 	if err != nil {
 		return s.dbErr(err, "update instance")
 	}
@@ -239,4 +305,49 @@ WHERE id = ? AND version = ?`,
 	in.UpdatedAt = updated
 	in.Version++
 	return nil
+}
+
+// RecordStartupStatus keeps st as the instance's latest startup status and
+// answers whether its EventKey is new: one conditional UPDATE sets the key
+// only where it differs, so of two reports of one exit one answers true.
+func (s *Store) RecordStartupStatus(ctx context.Context, instanceID string, st *gpurent.StartupStatus) (bool, error) {
+	if st == nil || st.State == "" {
+		return false, gpurent.Errorf(gpurent.CodeInvalid, "startup status needs a state")
+	}
+	argv := ""
+	if len(st.Command) > 0 {
+		b, err := json.Marshal(st.Command)
+		if err != nil {
+			return false, gpurent.Errorf(gpurent.CodeInvalid, "startup command: %v", err)
+		}
+		argv = string(b)
+	}
+	var exit any
+	if st.ExitCode != nil {
+		exit = int64(*st.ExitCode)
+	}
+	reported := nowOr(st.ReportedAt)
+	args := []any{st.State, argv, s.tsp(st.StartedAt), s.tsp(st.ExitedAt), exit, st.Signal, st.Error, s.ts(reported)}
+	const set = `UPDATE instances SET startup_state = ?, startup_argv = ?, startup_started_at = ?, startup_exited_at = ?,
+	startup_exit_code = ?, startup_signal = ?, startup_error = ?, startup_reported_at = ?`
+	if st.EventKey != "" {
+		n, err := s.execN(ctx, set+`, startup_event_key = ? WHERE id = ? AND startup_event_key <> ?`,
+			append(args, st.EventKey, instanceID, st.EventKey)...)
+		if err != nil {
+			return false, s.dbErr(err, "record startup status")
+		}
+		if n == 1 {
+			st.ReportedAt = reported
+			return true, nil
+		}
+	}
+	n, err := s.execN(ctx, set+` WHERE id = ?`, append(args, instanceID)...)
+	if err != nil {
+		return false, s.dbErr(err, "record startup status")
+	}
+	if n == 0 {
+		return false, notFound("instance", instanceID)
+	}
+	st.ReportedAt = reported
+	return false, nil
 }

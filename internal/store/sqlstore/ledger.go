@@ -43,10 +43,10 @@ func toLedgerRequest(t *gpurent.LedgerTx) ledger.Request {
 // none: its write transactions begin IMMEDIATE on the one writer
 // connection, so they never overlap.
 func (s *Store) rowLock() string {
-	if s.d.Name == "postgres" {
-		return " FOR NO KEY UPDATE"
+	if s.d.RowLock == "" {
+		return ""
 	}
-	return ""
+	return " " + s.d.RowLock
 }
 
 // postAtomic runs a post so that its writes stay together or not at all.
@@ -56,7 +56,7 @@ func (s *Store) rowLock() string {
 // can commit). Elsewhere it is atomic (a transaction, or SQLite's cheap
 // in-process savepoint around its three writes).
 func (s *Store) postAtomic(ctx context.Context, fn func(st *Store) error) error {
-	if s.tx != nil && s.d.Name == "postgres" {
+	if s.tx != nil && s.d.StatementAtomicInTx {
 		return fn(s)
 	}
 	return s.atomic(ctx, fn)
@@ -152,7 +152,7 @@ func (s *Store) PostLedger(ctx context.Context, tx *gpurent.LedgerTx) (bool, err
 			return nil
 		}
 		var seq int64
-		if st.d.Name == "postgres" {
+		if st.d.ModifyingCTEs {
 			seq, err = st.appendPostgres(ctx, &in, expiry)
 		} else {
 			seq, err = st.appendShared(ctx, &in, expiry)
@@ -589,7 +589,7 @@ func (s *Store) postRunDebits(ctx context.Context, items []*debitItem, res []err
 	var bals map[string]*gpurent.LedgerBalances
 	var moved map[string]bool
 	var err error
-	if s.d.Name == "postgres" {
+	if s.d.ModifyingCTEs {
 		bals, moved, err = s.moveRunsPostgres(ctx, found, items, res)
 	} else {
 		bals, moved, err = s.moveRunsShared(ctx, found, items, res)
@@ -833,7 +833,7 @@ WHERE usage_runs.id = v.id AND usage_runs.debited_fen = v.prev AND NOT usage_run
 // param is a placeholder, cast to typ where the dialect needs it to type a
 // VALUES list (PostgreSQL).
 func (s *Store) param(typ string) string {
-	if s.d.Name == "postgres" {
+	if s.d.CastValues {
 		return "CAST(? AS " + typ + ")"
 	}
 	return "?"
@@ -956,7 +956,7 @@ func (s *Store) balanceMoves(posts []*debitItem, bals map[string]*gpurent.Ledger
 // moves: one statement on PostgreSQL, three elsewhere. A key that lost to a
 // racing insert fails the whole batch (the runs moved already).
 func (s *Store) appendDebits(ctx context.Context, posts []*debitItem, bals map[string]*gpurent.LedgerBalances) error {
-	pg := s.d.Name == "postgres"
+	pg := s.d.ModifyingCTEs
 	var q strings.Builder
 	var args []any
 	if pg {
@@ -1116,7 +1116,7 @@ func addBalance(b *gpurent.LedgerBalances, kind, lot string, fen int64, expires 
 // statements is atomic by itself and a failed one aborts the transaction,
 // so no savepoint is needed; elsewhere it gets its own (sub)transaction.
 func (s *Store) batch(ctx context.Context, fn func(st *Store) error) error {
-	if s.tx != nil && s.d.Name == "postgres" {
+	if s.tx != nil && s.d.StatementAtomicInTx {
 		return fn(s)
 	}
 	return s.atomic(ctx, fn)

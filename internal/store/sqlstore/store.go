@@ -66,9 +66,9 @@ func New(d Dialect, read, write *sql.DB, closer func() error) *Store {
 		}
 	}
 	st := &Store{d: &d, read: read, write: write, closer: closer}
-	if d.Name == "sqlite" {
-		// modernc's SQLite prepares every statement it is given anew:
-		// keep them prepared.
+	if d.CacheStatements {
+		// The driver prepares every statement it is given anew: keep
+		// them prepared.
 		st.writeStmts = newStmtCache(write, stmtCacheSize)
 		st.readStmts = st.writeStmts
 		if read != write {
@@ -80,6 +80,10 @@ func New(d Dialect, read, write *sql.DB, closer func() error) *Store {
 
 // Backend names the database.
 func (s *Store) Backend() string { return s.d.Name }
+
+// SoleWriter reports whether this process is the database's only writer
+// (the dialect's SoleWriter).
+func (s *Store) SoleWriter() bool { return s.d.SoleWriter }
 
 // Ping checks that both pools reach the database.
 func (s *Store) Ping(ctx context.Context) error {

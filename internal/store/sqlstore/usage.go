@@ -114,7 +114,7 @@ func (s *Store) IngestRunEvents(ctx context.Context, events []gpurent.RunEvent, 
 		for k := 0; k < len(rows); k += ingestRowsPerStatement {
 			chunk := rows[k:min(k+ingestRowsPerStatement, len(rows))]
 			var err error
-			if st.d.Name == "postgres" {
+			if st.d.ModifyingCTEs {
 				err = st.ingestPostgres(ctx, chunk, at, res, stored)
 			} else {
 				err = st.ingestShared(ctx, chunk, at, res, stored)
@@ -458,10 +458,12 @@ func (s *Store) readIngestState(ctx context.Context, rows []runEventRow) (map[st
 	return have, refs, nil
 }
 
-// TouchRun moves an open run's LastSeenAt forward to at.
-func (s *Store) TouchRun(ctx context.Context, allocationID string, startedAt, at time.Time) error {
-	_, err := s.exec(ctx, `UPDATE usage_runs SET last_seen_at = ? WHERE id = ? AND ended_at IS NULL AND last_seen_at < ?`,
-		s.ts(at), UsageRunID(allocationID, startedAt), s.ts(at))
+// TouchRun moves an open run's LastSeenAt forward to at, only if the run
+// and its allocation are on the host hostID.
+func (s *Store) TouchRun(ctx context.Context, hostID, allocationID string, startedAt, at time.Time) error {
+	_, err := s.exec(ctx, `UPDATE usage_runs SET last_seen_at = ? WHERE id = ? AND host_id = ? AND ended_at IS NULL
+AND last_seen_at < ? AND EXISTS (SELECT 1 FROM allocations a WHERE a.id = usage_runs.allocation_id AND a.host_id = ?)`,
+		s.ts(at), UsageRunID(allocationID, startedAt), hostID, s.ts(at), hostID)
 	if err != nil {
 		return s.dbErr(err, "touch usage runs")
 	}

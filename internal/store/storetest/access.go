@@ -7,8 +7,8 @@ import (
 	"github.com/gpurent/gpurent"
 )
 
-// testAccess: SSH keys are unique by fingerprint across accounts and
-// deleted only by their owner; a host's access address and host key read
+// testAccess: SSH keys are unique by fingerprint per account (one key may
+// be on several accounts) and deleted only by their owner; a host's access address and host key read
 // back; access sessions are recorded, ended and listed newest first.
 func testAccess(t *testing.T, s gpurent.Store) {
 	ctx := t.Context()
@@ -16,8 +16,22 @@ func testAccess(t *testing.T, s gpurent.Store) {
 	bob := SeedAccount(t, s, "keys-b@example.com")
 	k := &gpurent.SSHKey{AccountID: alice.ID, Name: "laptop", PublicKey: "ssh-ed25519 AAAAC3Nza alice@laptop", Fingerprint: "SHA256:abc"}
 	must(t, s.AddSSHKey(ctx, k), "add key")
-	wantCode(t, s.AddSSHKey(ctx, &gpurent.SSHKey{AccountID: bob.ID, Name: "stolen", PublicKey: k.PublicKey, Fingerprint: k.Fingerprint}),
-		gpurent.CodeConflict, "the same key on another account")
+	wantCode(t, s.AddSSHKey(ctx, &gpurent.SSHKey{AccountID: alice.ID, Name: "again", PublicKey: k.PublicKey, Fingerprint: k.Fingerprint}),
+		gpurent.CodeConflict, "the same key twice on one account")
+	// Public keys are public: bob registering alice's key is no conflict,
+	// and each account reads back its own registration.
+	theirs := &gpurent.SSHKey{AccountID: bob.ID, Name: "squatted", PublicKey: k.PublicKey, Fingerprint: k.Fingerprint,
+		CreatedAt: time.Now().Add(time.Minute)}
+	must(t, s.AddSSHKey(ctx, theirs), "the same key on another account")
+	for acc, want := range map[string]string{alice.ID: k.ID, bob.ID: theirs.ID} {
+		got, err := s.SSHKeyOfAccount(ctx, acc, k.Fingerprint)
+		if err != nil || got.ID != want || got.AccountID != acc {
+			t.Fatalf("key of account %s: %+v %v, want %s", acc, got, err, want)
+		}
+	}
+	_, err := s.SSHKeyOfAccount(ctx, SeedAccount(t, s, "keys-c@example.com").ID, k.Fingerprint)
+	wantCode(t, err, gpurent.CodeNotFound, "the key of an account without it")
+	must(t, s.DeleteSSHKey(ctx, bob.ID, theirs.ID), "bob deletes his copy")
 	wantCode(t, s.AddSSHKey(ctx, &gpurent.SSHKey{AccountID: alice.ID, PublicKey: "x"}), gpurent.CodeInvalid, "no fingerprint")
 	got, err := s.SSHKeyByFingerprint(ctx, "SHA256:abc")
 	must(t, err, "by fingerprint")

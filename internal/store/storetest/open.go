@@ -24,6 +24,7 @@ import (
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/store/postgres"
 	"github.com/gpurent/gpurent/internal/store/sqlite"
+	"github.com/gpurent/gpurent/internal/testtier"
 )
 
 // PostgresDSNEnv names the environment variable holding the admin DSN.
@@ -77,6 +78,7 @@ func Postgres(t testing.TB) gpurent.Store {
 // the test if GPURENT_TEST_POSTGRES_DSN is unset or the server unreachable.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
+	testtier.Require(t, "PostgreSQL")
 	admin := os.Getenv(PostgresDSNEnv)
 	if admin == "" {
 		t.Fatalf("PostgreSQL is required: %s is not set (want an admin DSN such as "+

@@ -26,11 +26,16 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"AccountByTokenHash", testAccountByTokenHash},
 		{"Credentials", testCredentials},
 		{"Catalog", testCatalog},
+		{"BaseImages", testBaseImages},
+		{"HostImages", testHostImages},
 		{"Hosts", testHosts},
 		{"SyncHostGPUs", testSyncHostGPUs},
 		{"ListHostsHolders", testListHostsHolders},
 		{"Instances", testInstances},
 		{"UpdateInstance", testUpdateInstance},
+		{"StartupCommand", testStartupCommand},
+		{"StartupStatus", testStartupStatus},
+		{"StartupStatusConcurrent", testStartupStatusConcurrent},
 		{"ListInstances", testListInstances},
 		{"InstanceAllocationFields", testInstanceAllocationFields},
 		{"Allocations", testAllocations},
@@ -84,6 +89,14 @@ func Run(t *testing.T, open func(t *testing.T) gpurent.Store) {
 		{"CertSettings", testCertSettings},
 		{"PricePermille", testPricePermille},
 		{"BenchAllocationRace", testBenchAllocationRace},
+		// Per-host join tokens and agent credentials (issue 14).
+		{"JoinTokens", testJoinTokens},
+		{"JoinTokenRace", testJoinTokenRace},
+		{"CreateHostNeverUpdates", testCreateHostNeverUpdates},
+		{"GPUNeverMovesFromLiveHost", testGPUNeverMovesFromLiveHost},
+		// Issue 14 (domain findings).
+		{"IdleRunFlags", testIdleRunFlags},
+		{"EmailVerifications", testEmailVerifications},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +141,11 @@ func testBackend(t *testing.T, s gpurent.Store) {
 	must(t, s.Ping(ctx), "ping")
 	if b := s.Backend(); b != "sqlite" && b != "postgres" {
 		t.Fatalf("Backend() = %q, want sqlite or postgres", b)
+	}
+	// SQLite's file is held by this one process; PostgreSQL may be shared
+	// by replicas, whose writes this process must poll for.
+	if got, want := s.SoleWriter(), s.Backend() == "sqlite"; got != want {
+		t.Fatalf("SoleWriter() = %v on %s, want %v", got, s.Backend(), want)
 	}
 }
 
@@ -647,7 +665,7 @@ func testInstanceAllocationFields(t *testing.T, s gpurent.Store) {
 			}
 		}
 	}
-	got, err = s.InstanceByIdempotencyKey(ctx, acc.ID, "none")
+	_, err = s.InstanceByIdempotencyKey(ctx, acc.ID, "none")
 	wantCode(t, err, gpurent.CodeNotFound, "no key")
 
 	must(t, s.EndAllocation(ctx, al.ID, at(30), "stop"), "end")

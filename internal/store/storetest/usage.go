@@ -68,10 +68,15 @@ func testUsageRuns(t *testing.T, s gpurent.Store) {
 	if _, err := s.IngestRunEvent(ctx, again, "h2", run, t1.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TouchRun(ctx, alloc.ID, t1, t1.Add(10*time.Minute)); err != nil {
+	if err := s.TouchRun(ctx, h.ID, alloc.ID, t1, t1.Add(10*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TouchRun(ctx, alloc.ID, t1, t1.Add(5*time.Minute)); err != nil { // late, out of order: never backwards
+	if err := s.TouchRun(ctx, h.ID, alloc.ID, t1, t1.Add(5*time.Minute)); err != nil { // late, out of order: never backwards
+		t.Fatal(err)
+	}
+	// Another host cannot keep this host's run alive.
+	other := SeedHost(t, s, "metered-other", "h100-80g-sxm", 1)
+	if err := s.TouchRun(ctx, other.ID, alloc.ID, t1, t1.Add(20*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	open, err := s.ListUsageRuns(ctx, gpurent.UsageRunFilter{HostID: h.ID, OpenOnly: true})

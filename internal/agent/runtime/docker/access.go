@@ -7,9 +7,12 @@
 package docker
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"io"
+	"path"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -317,5 +320,55 @@ func (s *execSession) Close() error {
 	}
 	s.mu.Unlock()
 	s.att.Close()
+	return nil
+}
+
+var _ runtime.Installer = (*Runtime)(nil)
+
+// InstallFile copies f into a running instance through the Engine's
+// archive API (which resolves the path inside the container's root),
+// unless a regular file of f.Size bytes is already at f.Path.
+func (r *Runtime) InstallFile(ctx context.Context, instanceID string, f runtime.File) error {
+	if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || f.Path == "/" {
+		return gpurent.Errorf(gpurent.CodeInvalid, "install into instance %s: %q is not a clean absolute file path", instanceID, f.Path)
+	}
+	c, err := r.running(ctx, instanceID)
+	if err != nil {
+		return err
+	}
+	st, err := r.cli.ContainerStatPath(ctx, c.ID, client.ContainerStatPathOptions{Path: f.Path})
+	if err == nil && st.Stat.Mode.IsRegular() && st.Stat.Size == f.Size {
+		return nil
+	}
+	src, err := f.Open()
+	if err != nil {
+		return gpurent.WrapError(gpurent.CodeInternal, err, "install into instance %s: open the file", instanceID)
+	}
+	defer src.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		dir := strings.TrimPrefix(path.Dir(f.Path), "/")
+		now := time.Now()
+		err := error(nil)
+		if dir != "" {
+			err = tw.WriteHeader(&tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
+		}
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(f.Path, "/"), Typeflag: tar.TypeReg, Mode: f.Mode & 0o777, Size: f.Size, ModTime: now})
+		}
+		if err == nil {
+			_, err = io.CopyN(tw, src, f.Size)
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	_, err = r.cli.CopyToContainer(ctx, c.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: pr})
+	_ = pr.CloseWithError(io.ErrClosedPipe) // ends the writer if the Engine stopped reading
+	if err != nil {
+		return wrap(err, "install %s into instance %s", f.Path, instanceID)
+	}
 	return nil
 }

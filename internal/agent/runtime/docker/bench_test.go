@@ -12,7 +12,7 @@ import (
 func newBenchRuntime(b *testing.B) *docker.Runtime {
 	b.Helper()
 	dockertest.Require(b)
-	rt, err := docker.New(b.Context(), docker.Config{})
+	rt, err := docker.New(b.Context(), docker.Config{InitBinary: dockertest.InitBinary(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

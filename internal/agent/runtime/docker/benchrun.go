@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 )
 
 // This file runs the benchmark suite (bench/README.md) for the agent's
@@ -41,6 +42,12 @@ const (
 	// benchPidsLimit bounds the container's processes and threads (the
 	// suite runs one process per GPU, each with many threads).
 	benchPidsLimit = 32768
+	// benchShmSize caps the benchmark's /dev/shm (NCCL's shared-memory
+	// transport needs far more than Docker's 64 MiB), at most half the
+	// host's memory; pages count only when used.
+	benchShmSize = 16 << 30
+	// benchTmpSize caps the benchmark's scratch tmpfs at /tmp.
+	benchTmpSize = 8 << 30
 	// benchDrain bounds the wait for the output stream to end after the
 	// container exited.
 	benchDrain = 10 * time.Second
@@ -66,9 +73,10 @@ type BenchConfig struct {
 
 // BenchRunner runs benchmark jobs as containers of the bench image on a
 // Runtime's daemon: tier and options as arguments, exactly the job's GPUs
-// by UUID, no network, the host's IPC namespace (NCCL's shared memory
-// between the per-GPU processes), and no logs kept by the daemon (the
-// output is streamed). It runs one job at a time, and removes any
+// by UUID, no network, a private IPC namespace with a large /dev/shm
+// (NCCL's shared memory between the per-GPU processes), no capability, a
+// read-only root with a tmpfs scratch at /tmp, no new privileges, a pids
+// limit, and no logs kept by the daemon (the output is streamed). It runs one job at a time, and removes any
 // benchmark container left over in its scope before it starts one, so
 // that a run that outlived a crashed agent never measures beside a new one.
 type BenchRunner struct {
@@ -117,7 +125,7 @@ func (b *BenchRunner) Run(ctx context.Context, job agentproto.BenchJob, emit fun
 	defer cancel()
 	log := b.rt.log.With("bench_job", job.JobID)
 
-	if err := b.rt.ensureImage(ctx, b.cfg.Image); err != nil {
+	if err := b.rt.findImage(ctx, b.cfg.Image); err != nil {
 		return b.ended(ctx, err)
 	}
 	if err := b.sweep(ctx); err != nil {
@@ -137,7 +145,7 @@ func (b *BenchRunner) Run(ctx context.Context, job agentproto.BenchJob, emit fun
 	}
 	defer att.Close()
 	waited := b.rt.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	lines := &lineSplitter{emit: emit, limit: certify.MaxLineBytes + 1}
+	lines := &lineSplitter{emit: emit, limit: benchjudge.MaxLineBytes + 1}
 	tail := &tailBuffer{max: benchStderrTail}
 	copied := make(chan struct{})
 	go func() {
@@ -265,6 +273,10 @@ func (b *BenchRunner) containerConfig(job agentproto.BenchJob) (*container.Confi
 		Image: b.cfg.Image,
 		Cmd:   BenchArgs(job),
 		Env: []string{
+			// The root is read-only: caches (PyTorch, Triton) go to /tmp.
+			"HOME=/tmp",
+			"XDG_CACHE_HOME=/tmp/.cache",
+			"TRITON_CACHE_DIR=/tmp/.triton",
 			EnvCUDAVisibleDevices + "=" + gpus,
 			"GPURENT_BENCH_JOB=" + job.JobID,
 			EnvNvidiaVisibleDevices + "=" + visible,
@@ -276,15 +288,27 @@ func (b *BenchRunner) containerConfig(job agentproto.BenchJob) (*container.Confi
 	}
 	pids := int64(benchPidsLimit)
 	useInit := true
+	shm := int64(benchShmSize)
+	if m := b.rt.hostMemory; m > 0 && shm > m/2 {
+		shm = m / 2
+	}
 	host := &container.HostConfig{
 		NetworkMode: "none",
-		IpcMode:     container.IPCModeHost,
-		// The suite needs no privilege; Docker's default capabilities are
-		// kept as `docker run` gives them (bench/README.md).
-		SecurityOpt: []string{"no-new-privileges:true"},
-		Init:        &useInit,
-		LogConfig:   container.LogConfig{Type: "none"},
-		Resources:   container.Resources{PidsLimit: &pids},
+		// A private IPC namespace with a /dev/shm big enough for NCCL's
+		// shared-memory transport between the per-GPU processes: the
+		// host's IPC namespace would let the suite reach every shared
+		// memory segment and semaphore on the host.
+		IpcMode: container.IPCModePrivate,
+		ShmSize: shm,
+		// The suite needs no capability and writes only its scratch
+		// (caches under /tmp): no capability, a read-only root.
+		CapDrop:        []string{"ALL"},
+		ReadonlyRootfs: true,
+		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d", benchTmpSize)},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		Init:           &useInit,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Resources:      container.Resources{PidsLimit: &pids},
 	}
 	if !b.cfg.NoGPUs {
 		host.DeviceRequests = []container.DeviceRequest{{

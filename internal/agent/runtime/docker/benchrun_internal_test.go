@@ -39,8 +39,13 @@ func TestBenchContainerConfig(t *testing.T) {
 	if job.GPUUUIDs[0] != "GPU-bbbb" {
 		t.Error("the device request shares the job's slice")
 	}
-	if host.NetworkMode != "none" || host.IpcMode != container.IPCModeHost {
-		t.Errorf("network %q, ipc %q; want none and host whatever the instances use", host.NetworkMode, host.IpcMode)
+	if host.NetworkMode != "none" || host.IpcMode != container.IPCModePrivate || host.ShmSize < 1<<30 {
+		t.Errorf("network %q, ipc %q, shm %d; want none, a private IPC namespace and a large /dev/shm whatever the instances use",
+			host.NetworkMode, host.IpcMode, host.ShmSize)
+	}
+	if !slices.Equal(host.CapDrop, []string{"ALL"}) || len(host.CapAdd) != 0 || !host.ReadonlyRootfs || host.Tmpfs["/tmp"] == "" {
+		t.Errorf("cap-drop %v, cap-add %v, read-only root %v, tmpfs %v; want no capability and a read-only root with /tmp",
+			host.CapDrop, host.CapAdd, host.ReadonlyRootfs, host.Tmpfs)
 	}
 	if host.Privileged || !slices.Contains(host.SecurityOpt, "no-new-privileges:true") || host.Init == nil || !*host.Init {
 		t.Errorf("privileged %v, security %v, init %v", host.Privileged, host.SecurityOpt, host.Init)
@@ -59,7 +64,7 @@ func TestBenchContainerConfig(t *testing.T) {
 	if !slices.Equal(cfg.Cmd, wantArgs) {
 		t.Errorf("args %q\nwant %q", cfg.Cmd, wantArgs)
 	}
-	wantEnv := []string{"CUDA_VISIBLE_DEVICES=GPU-bbbb,GPU-aaaa", "GPURENT_BENCH_JOB=bench-abc", "NVIDIA_VISIBLE_DEVICES=GPU-bbbb,GPU-aaaa"}
+	wantEnv := []string{"HOME=/tmp", "XDG_CACHE_HOME=/tmp/.cache", "TRITON_CACHE_DIR=/tmp/.triton", "CUDA_VISIBLE_DEVICES=GPU-bbbb,GPU-aaaa", "GPURENT_BENCH_JOB=bench-abc", "NVIDIA_VISIBLE_DEVICES=GPU-bbbb,GPU-aaaa"}
 	if !slices.Equal(cfg.Env, wantEnv) {
 		t.Errorf("env %q, want %q", cfg.Env, wantEnv)
 	}

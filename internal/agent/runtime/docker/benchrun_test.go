@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ import (
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker"
 	"github.com/gpurent/gpurent/internal/agent/runtime/docker/dockertest"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/certify"
+	"github.com/gpurent/gpurent/internal/benchjudge"
 )
 
 // benchTestTag is the stand-in of the benchmark image the tests build.
@@ -144,7 +145,7 @@ func TestBenchRunStreamsRecords(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "Traceback") {
 		t.Fatalf("lines %q, want a record, the garbage line, a record", lines)
 	}
-	recs, err := certify.ParseRecords(strings.NewReader(lines[0] + "\n" + lines[2] + "\n"))
+	recs, err := benchjudge.ParseRecords(strings.NewReader(lines[0] + "\n" + lines[2] + "\n"))
 	if err != nil {
 		t.Fatalf("the records do not parse: %v", err)
 	}
@@ -221,8 +222,32 @@ func TestBenchRunCancelKillsContainer(t *testing.T) {
 		t.Errorf("a second job while one runs: %v, want conflict", err)
 	}
 	c := dockertest.Inspect(t, dockertest.Client(t), docker.BenchContainerName(job.JobID))
-	if c.State.Status != container.StateRunning || c.HostConfig.NetworkMode != "none" || c.HostConfig.IpcMode != "host" {
+	if c.State.Status != container.StateRunning || c.HostConfig.NetworkMode != "none" || c.HostConfig.IpcMode != "private" {
 		t.Errorf("container state %s, network %s, ipc %s", c.State.Status, c.HostConfig.NetworkMode, c.HostConfig.IpcMode)
+	}
+	// Inside: no capability at all, a read-only root, a private IPC
+	// namespace (not the host's), a writable /tmp and a large /dev/shm.
+	cli := dockertest.Client(t)
+	name := docker.BenchContainerName(job.JobID)
+	status := dockertest.MustExec(t, cli, name, "cat", "/proc/self/status")
+	for _, f := range []string{"CapEff", "CapBnd", "CapPrm"} {
+		if !strings.Contains(status, f+":\t0000000000000000") {
+			t.Errorf("%s is not empty:\n%s", f, status)
+		}
+	}
+	if r := dockertest.Exec(t, cli, name, "touch", "/rootfs-write"); r.ExitCode == 0 {
+		t.Error("the benchmark wrote to its root file system")
+	}
+	dockertest.MustExec(t, cli, name, "touch", "/tmp/scratch", "/dev/shm/nccl")
+	hostIPC, err := os.Readlink("/proc/self/ns/ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(dockertest.MustExec(t, cli, name, "readlink", "/proc/1/ns/ipc")); got == hostIPC {
+		t.Errorf("the benchmark shares the host's IPC namespace %s", got)
+	}
+	if df := dockertest.MustExec(t, cli, name, "df", "-k", "/dev/shm"); strings.Contains(df, " 65536 ") {
+		t.Errorf("/dev/shm has Docker's 64 MiB default:\n%s", df)
 	}
 	withdrawn := errors.New("withdrawn")
 	cancel(withdrawn)

@@ -94,13 +94,13 @@ func (r *Runtime) recoverCarry(ctx context.Context, instanceID string) error {
 // give the new one the name, start it, remove old. A failed copy removes the
 // new container and leaves old as it was (stopped if the failure came
 // after the stop); every step is safe to repeat (recoverCarry).
-func (r *Runtime) replaceCarrying(ctx context.Context, old container.InspectResponse, spec runtime.Spec) (runtime.Status, error) {
+func (r *Runtime) replaceCarrying(ctx context.Context, old container.InspectResponse, spec runtime.Spec, img imageCommand) (runtime.Status, error) {
 	name := r.name(spec.InstanceID)
 	from, err := upperDir(old)
 	if err != nil {
 		return runtime.Status{}, err
 	}
-	cfg, host := r.containerConfig(spec)
+	cfg, host := r.containerConfig(spec, img)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name + suffixNext, Config: cfg, HostConfig: host})
 	if err != nil {
 		return runtime.Status{}, wrap(err, "create the new container of instance %s", spec.InstanceID)

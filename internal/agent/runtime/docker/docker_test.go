@@ -27,11 +27,19 @@ import (
 func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	t.Helper()
 	dockertest.Require(t)
+	if cfg.InitBinary == "" {
+		cfg.InitBinary = dockertest.InitBinary(t)
+	}
 	rt, err := docker.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("docker.New: %v", err)
 	}
-	t.Cleanup(func() { _ = rt.Close() })
+	t.Cleanup(func() {
+		// After the test's containers went (cleanups run last first):
+		// their NATs go too.
+		rt.SweepNetworks(context.Background())
+		_ = rt.Close()
+	})
 	return rt
 }
 
@@ -40,6 +48,14 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 func newSpec(t *testing.T) runtime.Spec {
 	t.Helper()
 	id := dockertest.NewInstanceID()
+	// Registered first, so run after the containers are gone: the NATs
+	// of the default state directory go with them.
+	t.Cleanup(func() {
+		if rt, err := docker.New(context.Background(), docker.Config{InitBinary: dockertest.InitBinary(t)}); err == nil {
+			rt.SweepNetworks(context.Background())
+			_ = rt.Close()
+		}
+	})
 	dockertest.Cleanup(t, id)
 	return runtime.Spec{
 		InstanceID:   id,
@@ -167,8 +183,12 @@ func TestRunCreatesHardenedContainer(t *testing.T) {
 	if slices.Contains(h.CapAdd, "CAP_NET_RAW") || slices.Contains(h.CapAdd, "CAP_MKNOD") {
 		t.Errorf("CapAdd %v keeps NET_RAW or MKNOD", h.CapAdd)
 	}
-	if string(h.NetworkMode) != rt.Network() {
-		t.Errorf("NetworkMode = %q, want %q", h.NetworkMode, rt.Network())
+	wantMode := rt.Network()
+	if wantMode == docker.NetworkPasta {
+		wantMode = docker.NetworkNone // the agent attaches the NAT itself
+	}
+	if string(h.NetworkMode) != wantMode {
+		t.Errorf("NetworkMode = %q, want %q", h.NetworkMode, wantMode)
 	}
 	if h.RestartPolicy.Name != container.RestartPolicyUnlessStopped {
 		t.Errorf("RestartPolicy = %q, want unless-stopped", h.RestartPolicy.Name)
@@ -176,9 +196,25 @@ func TestRunCreatesHardenedContainer(t *testing.T) {
 	if rt.NvidiaRuntime() != (len(h.DeviceRequests) == 1) {
 		t.Errorf("DeviceRequests = %+v with nvidia runtime %v", h.DeviceRequests, rt.NvidiaRuntime())
 	}
-	if len(c.Mounts) != 1 || c.Mounts[0].Type != mount.TypeVolume || c.Mounts[0].Name != spec.VolumeName ||
-		c.Mounts[0].Destination != runtime.DataPath || !c.Mounts[0].RW {
-		t.Errorf("Mounts = %+v, want volume %s at %s", c.Mounts, spec.VolumeName, runtime.DataPath)
+	var volumeOK, initOK bool
+	for _, m := range c.Mounts {
+		switch m.Destination {
+		case runtime.DataPath:
+			volumeOK = m.Type == mount.TypeVolume && m.Name == spec.VolumeName && m.RW
+		case docker.InitPath:
+			initOK = m.Type == mount.TypeBind && !m.RW
+		}
+	}
+	if len(c.Mounts) != 2 || !volumeOK || !initOK {
+		t.Errorf("Mounts = %+v, want volume %s at %s and the init read-only at %s", c.Mounts, spec.VolumeName, runtime.DataPath, docker.InitPath)
+	}
+	if h.Init != nil && *h.Init {
+		t.Error("Docker's init is on: gpurent's is PID 1")
+	}
+	// PID 1 is gpurent's init; the image's shell ran and exited, and the
+	// instance stays up.
+	if got := strings.TrimSpace(dockertest.MustExec(t, cli, name, "cat", "/proc/1/cmdline")); !strings.HasPrefix(got, docker.InitPath+"\x00instance-init") {
+		t.Errorf("PID 1 runs %q, want gpurent's init", got)
 	}
 
 	// What the processes inside see.
@@ -436,7 +472,7 @@ func TestMissingImage(t *testing.T) {
 				t.Fatalf("Run with a missing image: %v, want not_found", err)
 			}
 			msg := gpurent.ErrorMessage(err)
-			if !strings.Contains(msg, spec.Image) || !strings.Contains(msg, "not present on the host") {
+			if !strings.Contains(msg, spec.Image) || !strings.Contains(msg, "not present on this host") {
 				t.Errorf("message %q does not say the image is not on the host", msg)
 			}
 			if _, err := cli.ContainerInspect(t.Context(), docker.ContainerName(spec.InstanceID), client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
@@ -550,12 +586,11 @@ func TestNewDetectsDaemon(t *testing.T) {
 	if rt.Name() != "docker" {
 		t.Errorf("Name = %q", rt.Name())
 	}
-	want := "none"
-	if _, err := cli.NetworkInspect(t.Context(), "bridge", client.NetworkInspectOptions{}); err == nil {
-		want = "bridge"
-	}
-	if rt.Network() != want {
-		t.Errorf("auto network = %q, want %q", rt.Network(), want)
+	// Never a shared network by default: pasta where it runs (this test
+	// machine has it), else none, even when the daemon has a bridge.
+	requirePasta(t)
+	if rt.Network() != docker.NetworkPasta {
+		t.Errorf("auto network = %q, want pasta", rt.Network())
 	}
 	info, err := cli.Info(t.Context(), client.InfoOptions{})
 	if err != nil {
@@ -572,14 +607,14 @@ func TestNewDetectsDaemon(t *testing.T) {
 	if host.Network() != "host" {
 		t.Errorf("Network = %q, want host", host.Network())
 	}
-	if _, err := docker.New(t.Context(), docker.Config{Network: "gpurent-no-such-network"}); !gpurent.IsCode(err, gpurent.CodeNotFound) {
+	if _, err := docker.New(t.Context(), docker.Config{Network: "gpurent-no-such-network", InitBinary: dockertest.InitBinary(t)}); !gpurent.IsCode(err, gpurent.CodeNotFound) {
 		t.Errorf("New with a missing network: %v, want not_found", err)
 	}
 }
 
 func TestNewFailsWithoutDaemon(t *testing.T) {
 	t.Parallel()
-	_, err := docker.New(t.Context(), docker.Config{Host: "unix://" + t.TempDir() + "/no-docker.sock"})
+	_, err := docker.New(t.Context(), docker.Config{Host: "unix://" + t.TempDir() + "/no-docker.sock", InitBinary: dockertest.InitBinary(t)})
 	if !gpurent.IsCode(err, gpurent.CodeUnavailable) {
 		t.Fatalf("New against no daemon: %v, want unavailable", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/gpurent/gpurent"
@@ -24,6 +25,7 @@ func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
 		return nil, wrap(err, "list containers")
 	}
 	out := make([]runtime.Status, 0, len(res.Items))
+	running := map[string]int{}
 	for _, item := range res.Items {
 		// The list lacks the environment and start time: inspect each.
 		c, found, err := r.inspect(ctx, item.ID)
@@ -33,10 +35,21 @@ func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
 		if !found || c.Config.Labels[runtime.LabelInstance] == "" || !r.inScope(c) {
 			continue // removed meanwhile, or not one of ours after all
 		}
+		if r.pasta != nil && c.State.Status == container.StateRunning {
+			// Adopt a running instance's network, or make it again for
+			// one the daemon restarted (a new namespace).
+			if err := r.pasta.ensure(ctx, c); err != nil {
+				r.log.Error("docker: instance network", "instance", c.Config.Labels[runtime.LabelInstance], "err", err)
+			}
+			running[c.ID] = c.State.Pid
+		}
 		if c.Name != "/"+r.name(c.Config.Labels[runtime.LabelInstance]) {
 			continue // the other side of a carry in progress (-next, -prev)
 		}
-		out = append(out, statusOf(c))
+		out = append(out, r.withStartup(c, statusOf(c)))
+	}
+	if r.pasta != nil {
+		r.pasta.sweep(running, nil)
 	}
 	slices.SortFunc(out, func(a, b runtime.Status) int { return strings.Compare(a.InstanceID, b.InstanceID) })
 	return out, nil
@@ -49,7 +62,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string) error {
 	if !validName(instanceID) {
 		return gpurent.Errorf(gpurent.CodeInvalid, "instance id %q is not usable as a container name", instanceID)
 	}
-	unlock, err := r.locks.lock(ctx, instanceID)
+	unlock, err := r.lockInstance(ctx, instanceID)
 	if err != nil {
 		return err
 	}
@@ -75,6 +88,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id, instanceID string) erro
 		return wrap(err, "stop the container of instance %s", instanceID)
 	}
 	r.log.Info("container stopped", "instance", instanceID)
+	r.sweepNet(ctx)
 	return nil
 }
 
@@ -86,7 +100,7 @@ func (r *Runtime) Remove(ctx context.Context, instanceID string, volumeName stri
 	if !validName(instanceID) {
 		return gpurent.Errorf(gpurent.CodeInvalid, "instance id %q is not usable as a container name", instanceID)
 	}
-	unlock, err := r.locks.lock(ctx, instanceID)
+	unlock, err := r.lockInstance(ctx, instanceID)
 	if err != nil {
 		return err
 	}
@@ -170,6 +184,11 @@ func (r *Runtime) removeVolume(ctx context.Context, instanceID, volumeName strin
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		// In use by a container: a conflict, which wrap keeps.
 		return wrap(err, "remove volume %s", volumeName)
+	}
+	if res.Volume.Labels[labelVolumeQuota] == "loop" {
+		if err := r.releaseQuota(ctx, volumeName); err != nil {
+			return err
+		}
 	}
 	r.log.Info("volume removed", "instance", instanceID, "volume", volumeName)
 	return nil

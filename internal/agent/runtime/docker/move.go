@@ -27,7 +27,7 @@ func (r *Runtime) Trees(ctx context.Context, instanceID string) (runtime.Trees, 
 	if !validName(instanceID) {
 		return runtime.Trees{}, gpurent.Errorf(gpurent.CodeInvalid, "instance id %q is not usable as a container name", instanceID)
 	}
-	unlock, err := r.locks.lock(ctx, instanceID)
+	unlock, err := r.lockInstance(ctx, instanceID)
 	if err != nil {
 		return runtime.Trees{}, err
 	}
@@ -97,7 +97,7 @@ func (r *Runtime) Prepare(ctx context.Context, spec runtime.Spec) (runtime.Trees
 		}
 		// A stopped container of another allocation: check the image and
 		// volume before removing it, so a bad spec loses nothing.
-		if err := r.prepare(ctx, spec); err != nil {
+		if _, err := r.prepare(ctx, spec); err != nil {
 			return roundDone, err
 		}
 		r.log.Info("removing a stopped container of another allocation to prepare a move", "instance", spec.InstanceID,

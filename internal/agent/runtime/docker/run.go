@@ -2,7 +2,9 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,12 +48,12 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 			st, err = r.status(ctx, name)
 			return roundDone, err
 		}
-		if err := r.prepare(ctx, spec); err != nil {
+		img, err := r.prepare(ctx, spec)
+		if err != nil {
 			return roundDone, err
 		}
 		if r.cfg.CarryLayer != nil && r.inScope(c) {
-			var err error
-			st, err = r.replaceCarrying(ctx, c, spec)
+			st, err = r.replaceCarrying(ctx, c, spec, img)
 			return roundDone, err
 		}
 		r.log.Info("replacing container of another allocation", "instance", spec.InstanceID,
@@ -59,7 +61,44 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 			"old_scope", c.Config.Labels[LabelScope])
 		return roundAgain, r.removeContainer(ctx, name)
 	})
+	if err == nil && st.State == runtime.Running {
+		err = r.ensureNet(ctx, name)
+	}
 	return st, err
+}
+
+// ensureNet gives the running container its own network in the pasta mode
+// (pasta.go); in the other modes the daemon did.
+func (r *Runtime) ensureNet(ctx context.Context, nameOrID string) error {
+	if r.pasta == nil {
+		return nil
+	}
+	c, found, err := r.inspect(ctx, nameOrID)
+	if err != nil || !found {
+		return err
+	}
+	return r.pasta.ensure(ctx, c)
+}
+
+// SweepNetworks tears down the NAT of every container that no longer runs
+// (removed behind the agent's back, say); List does it too.
+func (r *Runtime) SweepNetworks(ctx context.Context) { r.sweepNet(ctx) }
+
+// sweepNet tears down the networks of containers that no longer run.
+func (r *Runtime) sweepNet(ctx context.Context) {
+	if r.pasta == nil {
+		return
+	}
+	r.pasta.sweep(nil, func(id string) int {
+		c, found, err := r.inspect(ctx, id)
+		switch {
+		case err != nil:
+			return pidUnknown
+		case !found || c.State.Status != container.StateRunning:
+			return 0
+		}
+		return c.State.Pid
+	})
 }
 
 // next is what a round of rounds asks for.
@@ -78,7 +117,7 @@ const (
 // creating — the daemon reserves the name a moment before the container
 // can be inspected).
 func (r *Runtime) rounds(ctx context.Context, instanceID string, step func(c container.InspectResponse, found bool) (next, error)) error {
-	unlock, err := r.locks.lock(ctx, instanceID)
+	unlock, err := r.lockInstance(ctx, instanceID)
 	if err != nil {
 		return err
 	}
@@ -116,10 +155,11 @@ func (r *Runtime) rounds(ctx context.Context, instanceID string, step func(c con
 // container for spec under name, not started. taken: another process is
 // creating that name (look again).
 func (r *Runtime) create(ctx context.Context, spec runtime.Spec, name string) (id string, taken bool, err error) {
-	if err := r.prepare(ctx, spec); err != nil {
+	img, err := r.prepare(ctx, spec)
+	if err != nil {
 		return "", false, err
 	}
-	cfg, host := r.containerConfig(spec)
+	cfg, host := r.containerConfig(spec, img)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host})
 	if cerrdefs.IsConflict(err) {
 		return "", true, nil
@@ -177,16 +217,41 @@ func (r *Runtime) resume(ctx context.Context, c container.InspectResponse) (done
 	}
 }
 
-// prepare makes sure the image and the data volume are there.
-func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec) error {
-	if err := r.ensureImage(ctx, spec.Image); err != nil {
-		return err
+// prepare makes sure the image and the data volume are there, and
+// returns the image's own command.
+func (r *Runtime) prepare(ctx context.Context, spec runtime.Spec) (imageCommand, error) {
+	img, err := r.ensureImage(ctx, spec.Image)
+	if err != nil {
+		return imageCommand{}, err
 	}
-	return r.ensureVolume(ctx, spec)
+	return img, r.ensureVolume(ctx, spec)
 }
 
-// ensureImage finds the image on the host, pulling it when allowed.
-func (r *Runtime) ensureImage(ctx context.Context, ref string) error {
+// imageCommand is what an image runs by default: its entrypoint and
+// command, which the instance's init starts unless the spec says
+// otherwise.
+type imageCommand struct {
+	Entrypoint, Cmd []string
+}
+
+// ensureImage finds the image on the host, pulling it when allowed, and
+// returns its command.
+func (r *Runtime) ensureImage(ctx context.Context, ref string) (imageCommand, error) {
+	if err := r.findImage(ctx, ref); err != nil {
+		return imageCommand{}, err
+	}
+	res, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return imageCommand{}, wrap(err, "look up image %s", ref)
+	}
+	if res.Config == nil {
+		return imageCommand{}, nil
+	}
+	return imageCommand{Entrypoint: res.Config.Entrypoint, Cmd: res.Config.Cmd}, nil
+}
+
+// findImage finds the image on the host, pulling it when allowed.
+func (r *Runtime) findImage(ctx context.Context, ref string) error {
 	_, err := r.cli.ImageInspect(ctx, ref)
 	if err == nil {
 		return nil
@@ -196,17 +261,16 @@ func (r *Runtime) ensureImage(ctx context.Context, ref string) error {
 	}
 	if r.cfg.NoPull {
 		return gpurent.WrapError(gpurent.CodeNotFound, err,
-			"image %s is not present on the host, and this host does not pull images", ref)
+			"image %s is not present on this host, and this host does not pull images: choose an image the operator has put on its hosts (or ask the operator to pre-pull it)", ref)
 	}
 	r.log.Info("pulling image", "image", ref)
-	resp, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
-	if err == nil {
-		err = resp.Wait(ctx)
-		_ = resp.Close()
-	}
-	if err != nil {
+	if err := r.pull(ctx, ref); err != nil {
+		var tooLarge *imageTooLarge
+		if errors.As(err, &tooLarge) {
+			return gpurent.WrapError(gpurent.CodeInvalid, err, "%s", err.Error())
+		}
 		return gpurent.WrapError(gpurent.CodeNotFound, err,
-			"image %s is not present on the host, and pulling it failed: %s", ref, firstLine(err.Error()))
+			"image %s is not present on this host, and pulling it failed: %s; check the image's name and tag, or ask the operator whether its registry is reachable", ref, firstLine(err.Error()))
 	}
 	r.log.Info("image pulled", "image", ref)
 	return nil
@@ -219,7 +283,17 @@ func (r *Runtime) ensureVolume(ctx context.Context, spec runtime.Spec) error {
 	res, err := r.cli.VolumeInspect(ctx, spec.VolumeName, client.VolumeInspectOptions{})
 	switch {
 	case err == nil:
-		return checkVolumeOwned(res.Volume.Labels, spec.VolumeName, spec.InstanceID)
+		if err := checkVolumeOwned(res.Volume.Labels, spec.VolumeName, spec.InstanceID); err != nil {
+			return err
+		}
+		if res.Volume.Labels[labelVolumeQuota] == "loop" {
+			// After a reboot the file system must be mounted again
+			// before the bind can find it.
+			gib, _ := strconv.ParseInt(res.Volume.Labels[labelVolumeGiB], 10, 64)
+			_, err := r.ensureQuotaMount(ctx, spec.VolumeName, gib)
+			return err
+		}
+		return nil
 	case !cerrdefs.IsNotFound(err):
 		return wrap(err, "look up volume %s", spec.VolumeName)
 	}
@@ -228,7 +302,17 @@ func (r *Runtime) ensureVolume(ctx context.Context, spec runtime.Spec) error {
 		Driver: r.cfg.VolumeDriver,
 		Labels: volumeLabels(spec),
 	}
-	if r.cfg.VolumeSizeOption != "" && spec.VolumeGiB > 0 {
+	switch {
+	case r.cfg.VolumeQuotaDir != "" && spec.VolumeGiB > 0:
+		mnt, err := r.ensureQuotaMount(ctx, spec.VolumeName, int64(spec.VolumeGiB))
+		if err != nil {
+			return err
+		}
+		opts.Driver = "local"
+		opts.DriverOpts = map[string]string{"type": "none", "o": "bind", "device": mnt}
+		opts.Labels[labelVolumeQuota] = "loop"
+		opts.Labels[labelVolumeGiB] = strconv.Itoa(spec.VolumeGiB)
+	case r.cfg.VolumeSizeOption != "" && spec.VolumeGiB > 0:
 		opts.DriverOpts = map[string]string{r.cfg.VolumeSizeOption: fmt.Sprintf("%dG", spec.VolumeGiB)}
 	}
 	created, err := r.cli.VolumeCreate(ctx, opts)
@@ -243,6 +327,12 @@ func (r *Runtime) ensureVolume(ctx context.Context, spec runtime.Spec) error {
 	r.log.Info("volume created", "instance", spec.InstanceID, "volume", spec.VolumeName)
 	return nil
 }
+
+// Labels of a data volume backed by a size-limited file system (quota.go).
+const (
+	labelVolumeQuota = "io.gpurent.volume.quota" // "loop"
+	labelVolumeGiB   = "io.gpurent.volume.gib"
+)
 
 func checkVolumeOwned(labels map[string]string, volume, instanceID string) error {
 	if labels[runtime.LabelManaged] != "true" || labels[runtime.LabelInstance] != instanceID {
@@ -293,12 +383,16 @@ func (r *Runtime) status(ctx context.Context, name string) (runtime.Status, erro
 	if !found {
 		return runtime.Status{}, gpurent.Errorf(gpurent.CodeConflict, "container %s vanished while starting", name)
 	}
-	return statusOf(c), nil
+	return r.withStartup(c, statusOf(c)), nil
 }
 
-// statusOf maps a container to a Status. Under the unless-stopped restart
-// policy an exited container was stopped on purpose, so it is Stopped
-// whatever its exit code; one the daemon keeps restarting is Failed.
+// statusOf maps a container to a Status. Its PID 1 is gpurent's init,
+// which stays up whatever the startup command does and ends (exit 0) only
+// when a stop asks it to: under the unless-stopped restart policy an
+// exited container was stopped on purpose, so it is Stopped whatever its
+// exit code, unless the out-of-memory killer ended the init (the instance
+// as a whole used all its memory). One the daemon keeps restarting has an
+// init that keeps dying: a platform failure.
 func statusOf(c container.InspectResponse) runtime.Status {
 	st := runtime.Status{
 		InstanceID:   c.Config.Labels[runtime.LabelInstance],
@@ -319,18 +413,26 @@ func statusOf(c container.InspectResponse) runtime.Status {
 		st.Message = "paused"
 	case container.StateRestarting:
 		st.State = runtime.Failed
-		st.Message = "crashing and being restarted"
-		if d := describeExit(c.State); d != "" {
-			st.Message += ": " + d
+		st.Message = initDied
+		if c.State.OOMKilled {
+			st.Message = outOfMemory(c)
+		} else if d := describeExit(c.State); d != "" {
+			st.Message += " (" + d + ")"
 		}
 	case container.StateDead:
 		st.State = runtime.Failed
-		st.Message = "dead: the daemon failed to remove it"
+		st.Message = "dead: the daemon failed to remove it; the operator must look at the host's Docker Engine"
 	default: // created, exited, removing
 		st.State = runtime.Stopped
 		st.Message = describeExit(c.State)
 		if c.State.Status == container.StateCreated && st.Message == "" {
 			st.Message = "created, never started"
+		}
+		if c.State.OOMKilled && c.State.ExitCode != 0 {
+			// A stopped instance whose processes once ran out of memory
+			// exits 0; the init itself killed exits 137.
+			st.State = runtime.Failed
+			st.Message = outOfMemory(c)
 		}
 		if c.State.Error != "" {
 			// The daemon could not start it (a GPU gone, a hook failed).
@@ -338,6 +440,20 @@ func statusOf(c container.InspectResponse) runtime.Status {
 		}
 	}
 	return st
+}
+
+// initDied is the message of an instance whose init keeps ending.
+const initDied = "the instance's init (gpurent's PID 1) keeps ending and the daemon keeps restarting it: " +
+	"a fault of the platform, not of the image; tell the operator (the agent's log and `docker logs` of the container say more)"
+
+// outOfMemory is the message of an instance the OOM killer ended as a whole.
+func outOfMemory(c container.InspectResponse) string {
+	limit := "its memory limit"
+	if c.HostConfig != nil && c.HostConfig.Memory > 0 {
+		limit = fmt.Sprintf("its memory limit of %d MiB", c.HostConfig.Memory>>20)
+	}
+	return "out of memory: the instance as a whole used " + limit +
+		" and the kernel ended it; rent it with more memory, or make its processes use less"
 }
 
 func firstLine(s string) string {

@@ -3,7 +3,9 @@ package docker
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
@@ -192,9 +194,38 @@ func hostname(instanceID string) string {
 	return instanceID
 }
 
-// containerConfig builds the container of an instance. It is pure, so the
-// hardening is checked without a daemon too.
-func (r *Runtime) containerConfig(spec runtime.Spec) (*container.Config, *container.HostConfig) {
+// Where gpurent's init lives inside every instance: the static gpurent
+// executable (Config.InitBinary), bind-mounted read-only beside the sftp
+// helper the access server copies into the same directory, and the small
+// tmpfs the init writes its status file to.
+const (
+	InitPath      = "/.gpurent/init"
+	InitRunDir    = "/.gpurent/run"
+	InitStatus    = InitRunDir + "/startup.json"
+	initSubcmd    = "instance-init"
+	initRunTmpfs  = "rw,nosuid,nodev,noexec,size=64k,mode=1777"
+	initStopSig   = "SIGTERM"
+	logDriver     = "json-file"
+	labelInitPath = "io.gpurent.init.status"
+)
+
+// startupCommand is the argv the init starts: the image's entrypoint and
+// command when the spec sets none, nothing for "", else the shell line.
+func startupCommand(spec runtime.Spec, img imageCommand) []string {
+	switch {
+	case spec.Startup == nil:
+		return append(slices.Clone(img.Entrypoint), img.Cmd...)
+	case *spec.Startup == "":
+		return nil
+	default:
+		return []string{"/bin/sh", "-c", *spec.Startup}
+	}
+}
+
+// containerConfig builds the container of an instance, whose image runs
+// img by default. It is pure, so the hardening is checked without a
+// daemon too.
+func (r *Runtime) containerConfig(spec runtime.Spec, img imageCommand) (*container.Config, *container.HostConfig) {
 	stop := int(r.cfg.StopTimeout.Seconds())
 	cfg := &container.Config{
 		Image:       spec.Image,
@@ -202,14 +233,24 @@ func (r *Runtime) containerConfig(spec runtime.Spec) (*container.Config, *contai
 		Env:         environment(spec),
 		Labels:      labels(spec, r.cfg.Scope),
 		StopTimeout: &stop,
+		// PID 1 is gpurent's init whatever the image says; a stop's
+		// SIGTERM goes to it (an image's STOPSIGNAL would not make the
+		// init stop), and it passes it on to the startup command.
+		Entrypoint: append([]string{InitPath, initSubcmd, "--status", InitStatus, "--"}, startupCommand(spec, img)...),
+		StopSignal: initStopSig,
 	}
+	cfg.Labels[labelInitPath] = InitStatus
 	pids := spec.PidsLimit
 	if pids == 0 {
 		pids = r.cfg.DefaultPidsLimit
 	}
-	useInit := true
+	useInit := false // gpurent's init is PID 1, not Docker's
+	mode := r.network
+	if mode == NetworkPasta {
+		mode = NetworkNone // the agent attaches the NAT once it runs (pasta.go)
+	}
 	host := &container.HostConfig{
-		NetworkMode:   container.NetworkMode(r.network),
+		NetworkMode:   container.NetworkMode(mode),
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyUnlessStopped},
 		Privileged:    false,
 		CapDrop:       []string{"ALL"},
@@ -220,12 +261,29 @@ func (r *Runtime) containerConfig(spec runtime.Spec) (*container.Config, *contai
 			Type:   mount.TypeVolume,
 			Source: spec.VolumeName,
 			Target: runtime.DataPath,
+		}, {
+			Type:     mount.TypeBind,
+			Source:   r.cfg.InitBinary,
+			Target:   InitPath,
+			ReadOnly: true,
+		}},
+		Tmpfs: map[string]string{InitRunDir: initRunTmpfs},
+		LogConfig: container.LogConfig{Type: logDriver, Config: map[string]string{
+			"max-size": strconv.FormatInt(r.cfg.LogMaxBytes, 10),
+			"max-file": strconv.Itoa(r.cfg.LogMaxFiles),
 		}},
 		Resources: container.Resources{
 			NanoCPUs:  spec.CPUMilli * 1_000_000,
 			Memory:    spec.MemoryMiB << 20,
 			PidsLimit: &pids,
 		},
+	}
+	if r.layerBytes > 0 {
+		host.StorageOpt = map[string]string{"size": fmt.Sprintf("%d", r.layerBytes)}
+	}
+	if r.network == NetworkPasta {
+		host.DNS = []netip.Addr{PastaDNS}
+		cfg.Labels[LabelNetwork] = NetworkPasta
 	}
 	// A limit above what the machine has is refused by the daemon (it
 	// happens with fake GPUs, whose host declares more than it has): cap

@@ -2,9 +2,8 @@ package docker
 
 import (
 	"context"
-	goruntime "runtime"
 	"slices"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,12 +17,13 @@ import (
 // the same against the real Docker Engine.
 
 func TestContainerConfigWithNvidiaRuntime(t *testing.T) {
-	r := &Runtime{cfg: Config{DefaultPidsLimit: 4096, StopTimeout: 7 * time.Second}, network: "bridge", nvidia: true}
+	r := &Runtime{cfg: Config{DefaultPidsLimit: 4096, StopTimeout: 7 * time.Second, InitBinary: "/opt/gpurent-static",
+		LogMaxBytes: 1 << 20, LogMaxFiles: 3}, network: "bridge", nvidia: true}
 	spec := runtime.Spec{
 		InstanceID: "i-abc", AllocationID: "alloc-1", Image: "img", VolumeName: "vol-1",
 		GPUUUIDs: []string{"GPU-b", "GPU-a"}, CPUMilli: 250, MemoryMiB: 1024, PidsLimit: 100,
 	}
-	cfg, host := r.containerConfig(spec)
+	cfg, host := r.containerConfig(spec, imageCommand{})
 	if len(host.DeviceRequests) != 1 {
 		t.Fatalf("DeviceRequests = %+v, want one", host.DeviceRequests)
 	}
@@ -38,13 +38,25 @@ func TestContainerConfigWithNvidiaRuntime(t *testing.T) {
 	if *cfg.StopTimeout != 7 || cfg.Hostname != "i-abc" || host.NetworkMode != "bridge" {
 		t.Errorf("stop timeout %d, hostname %q, network %q", *cfg.StopTimeout, cfg.Hostname, host.NetworkMode)
 	}
-	if host.Init == nil || !*host.Init {
-		t.Error("no init process to reap zombies")
+	if host.Init == nil || *host.Init {
+		t.Error("Docker's init is on: gpurent's init must be PID 1")
+	}
+	var initMount bool
+	for _, m := range host.Mounts {
+		if m.Target == InitPath {
+			initMount = m.Source == "/opt/gpurent-static" && m.ReadOnly && m.Type == "bind"
+		}
+	}
+	if !initMount || host.Tmpfs[InitRunDir] == "" || cfg.StopSignal != "SIGTERM" {
+		t.Errorf("init: mounts %+v tmpfs %v stop signal %q", host.Mounts, host.Tmpfs, cfg.StopSignal)
+	}
+	if host.LogConfig.Type != "json-file" || host.LogConfig.Config["max-size"] != "1048576" || host.LogConfig.Config["max-file"] != "3" {
+		t.Errorf("log config %+v: want json-file bounded by the config", host.LogConfig)
 	}
 
 	// Without GPUs there is no device request even with the runtime.
 	spec.GPUUUIDs = nil
-	if _, host := r.containerConfig(spec); len(host.DeviceRequests) != 0 {
+	if _, host := r.containerConfig(spec, imageCommand{}); len(host.DeviceRequests) != 0 {
 		t.Errorf("DeviceRequests without GPUs = %+v", host.DeviceRequests)
 	}
 }
@@ -73,6 +85,29 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestStartupCommand: the init starts the image's entrypoint and command
+// unless the spec sets a shell line or none.
+func TestStartupCommand(t *testing.T) {
+	r := &Runtime{cfg: Config{DefaultPidsLimit: 4096, InitBinary: "/x"}, network: "none"}
+	img := imageCommand{Entrypoint: []string{"/entry.sh"}, Cmd: []string{"/bin/bash"}}
+	line, none := "python train.py --epochs 3", ""
+	for _, tc := range []struct {
+		startup *string
+		want    []string
+	}{
+		{nil, []string{"/entry.sh", "/bin/bash"}},
+		{&none, nil},
+		{&line, []string{"/bin/sh", "-c", line}},
+	} {
+		spec := runtime.Spec{InstanceID: "i-1", AllocationID: "a", Image: "img", VolumeName: "v", Startup: tc.startup}
+		cfg, _ := r.containerConfig(spec, img)
+		want := append([]string{InitPath, "instance-init", "--status", InitStatus, "--"}, tc.want...)
+		if !slices.Equal(cfg.Entrypoint, want) || len(cfg.Cmd) != 0 {
+			t.Errorf("startup %v: entrypoint %q cmd %q, want %q", tc.startup, cfg.Entrypoint, cfg.Cmd, want)
+		}
+	}
+}
+
 func TestStatusOf(t *testing.T) {
 	labels := map[string]string{runtime.LabelInstance: "i-1", runtime.LabelAllocation: "a-1"}
 	cases := []struct {
@@ -85,7 +120,10 @@ func TestStatusOf(t *testing.T) {
 		{"killed at stop timeout", container.State{Status: container.StateExited, ExitCode: 137}, runtime.Stopped},
 		{"start failed", container.State{Status: container.StateExited, ExitCode: 128, Error: "nvidia-container-cli: device error"}, runtime.Failed},
 		{"never started", container.State{Status: container.StateCreated}, runtime.Stopped},
-		{"crash loop", container.State{Status: container.StateRestarting, ExitCode: 1}, runtime.Failed},
+		{"init keeps dying", container.State{Status: container.StateRestarting, ExitCode: 2}, runtime.Failed},
+		{"init OOM-killed, restarting", container.State{Status: container.StateRestarting, ExitCode: 137, OOMKilled: true}, runtime.Failed},
+		{"init OOM-killed", container.State{Status: container.StateExited, ExitCode: 137, OOMKilled: true}, runtime.Failed},
+		{"stopped after a process ran out of memory", container.State{Status: container.StateExited, ExitCode: 0, OOMKilled: true}, runtime.Stopped},
 		{"dead", container.State{Status: container.StateDead}, runtime.Failed},
 		{"paused", container.State{Status: container.StatePaused}, runtime.Stopped},
 	}
@@ -97,6 +135,11 @@ func TestStatusOf(t *testing.T) {
 		if c.state.Status != container.StateRunning && c.want != runtime.Stopped && st.Message == "" {
 			t.Errorf("%s: no message", c.name)
 		}
+	}
+	oom := statusOf(container.InspectResponse{State: &container.State{Status: container.StateExited, ExitCode: 137, OOMKilled: true},
+		Config: &container.Config{Labels: labels}, HostConfig: &container.HostConfig{Resources: container.Resources{Memory: 512 << 20}}})
+	if !strings.Contains(oom.Message, "out of memory") || !strings.Contains(oom.Message, "512 MiB") || !strings.Contains(oom.Message, "more memory") {
+		t.Errorf("OOM message %q: want the limit and what to do", oom.Message)
 	}
 	st := statusOf(container.InspectResponse{State: &cases[0].state, Config: &container.Config{Labels: labels}})
 	if want := time.Date(2026, 5, 1, 2, 0, 0, 123456789, time.UTC); !st.StartedAt.Equal(want) || st.StartedAt.Location() != time.UTC {
@@ -120,62 +163,54 @@ func TestValidName(t *testing.T) {
 	}
 }
 
+// TestKeyLockSerialisesOneKey: an instance's lock (internal/keymutex, whose
+// tests hold the one-holder-per-key rule) that cannot be had before the
+// context ends is "unavailable: busy", and leaves no entry behind.
 func TestKeyLockSerialisesOneKey(t *testing.T) {
-	var k keyLock
+	k := &Runtime{}
 	ctx := t.Context()
-	var mu sync.Mutex
-	inside := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 40 {
-		key := []string{"a", "b"}[i%2]
-		wg.Go(func() {
-			unlock, err := k.lock(ctx, key)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			inside[key]++
-			if inside[key] > 1 {
-				t.Errorf("two holders of %s", key)
-			}
-			mu.Unlock()
-			goruntime.Gosched() // let another holder in, were the lock broken
-			mu.Lock()
-			inside[key]--
-			mu.Unlock()
-			unlock()
-		})
-	}
-	wg.Wait()
-	if len(k.held) != 0 {
-		t.Errorf("entries left: %v", k.held)
-	}
-
-	unlock, err := k.lock(ctx, "x")
+	unlock, err := k.lockInstance(ctx, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := k.lock(short, "x"); !gpurent.IsCode(err, gpurent.CodeUnavailable) {
+	if _, err := k.lockInstance(short, "x"); !gpurent.IsCode(err, gpurent.CodeUnavailable) {
 		t.Errorf("lock with a done context = %v, want unavailable", err)
 	}
 	unlock()
-	if len(k.held) != 0 {
-		t.Errorf("entries left: %v", k.held)
+	if n := k.locks.Len(); n != 0 {
+		t.Errorf("%d entries left", n)
 	}
 }
 
 func TestLimitsCappedAtTheMachine(t *testing.T) {
 	r := &Runtime{cfg: Config{DefaultPidsLimit: DefaultPidsLimit}, network: "none", hostCPUs: 2, hostMemory: 4 << 30}
 	_, host := r.containerConfig(runtime.Spec{InstanceID: "i-cap", Image: "x", VolumeName: "v",
-		CPUMilli: 80_000, MemoryMiB: 900 << 10})
+		CPUMilli: 80_000, MemoryMiB: 900 << 10}, imageCommand{})
 	if host.NanoCPUs != 2_000_000_000 || host.Memory != 4<<30 || host.MemorySwap != 4<<30 {
 		t.Errorf("cpu %d mem %d swap %d: want capped at 2 CPUs and 4 GiB", host.NanoCPUs, host.Memory, host.MemorySwap)
 	}
-	_, host = r.containerConfig(runtime.Spec{InstanceID: "i-cap", Image: "x", VolumeName: "v", CPUMilli: 500, MemoryMiB: 256})
+	_, host = r.containerConfig(runtime.Spec{InstanceID: "i-cap", Image: "x", VolumeName: "v", CPUMilli: 500, MemoryMiB: 256}, imageCommand{})
 	if host.NanoCPUs != 500_000_000 || host.Memory != 256<<20 {
 		t.Errorf("cpu %d mem %d: limits below the machine must stay as asked", host.NanoCPUs, host.Memory)
+	}
+}
+
+func TestContainerConfigLayerQuotaAndPastaDNS(t *testing.T) {
+	r := &Runtime{cfg: Config{DefaultPidsLimit: 4096}, network: NetworkPasta, layerBytes: 50 << 30}
+	cfg, host := r.containerConfig(runtime.Spec{InstanceID: "i-abc", AllocationID: "a", Image: "img", VolumeName: "v"}, imageCommand{})
+	if cfg.Labels[LabelNetwork] != NetworkPasta {
+		t.Errorf("labels %v lack the pasta network", cfg.Labels)
+	}
+	if host.StorageOpt["size"] != "53687091200" {
+		t.Errorf("StorageOpt = %v, want the layer limit", host.StorageOpt)
+	}
+	if host.NetworkMode != NetworkNone || len(host.DNS) != 1 || host.DNS[0] != PastaDNS {
+		t.Errorf("network %q DNS %v: want none (the agent attaches pasta) and pasta's DNS", host.NetworkMode, host.DNS)
+	}
+	r = &Runtime{cfg: Config{DefaultPidsLimit: 4096}, network: NetworkNone}
+	if _, host := r.containerConfig(runtime.Spec{InstanceID: "i-abc", AllocationID: "a", Image: "img", VolumeName: "v"}, imageCommand{}); host.StorageOpt != nil || host.DNS != nil {
+		t.Errorf("without a layer quota or pasta: StorageOpt %v DNS %v", host.StorageOpt, host.DNS)
 	}
 }

@@ -291,7 +291,7 @@ func BenchmarkUpgradeDowntime(b *testing.B) {
 	image := tickerImage(b)
 
 	b.Run("carry-layer", func(b *testing.B) {
-		rt, err := docker.New(b.Context(), docker.Config{CarryLayer: func(ctx context.Context, src, dst string, final bool) error {
+		rt, err := docker.New(b.Context(), docker.Config{InitBinary: dockertest.InitBinary(b), CarryLayer: func(ctx context.Context, src, dst string, final bool) error {
 			_, err := delta.CopyPass(ctx, src, dst, final)
 			return err
 		}})
@@ -321,7 +321,7 @@ func BenchmarkUpgradeDowntime(b *testing.B) {
 	})
 
 	b.Run("stop-run", func(b *testing.B) {
-		rt, err := docker.New(b.Context(), docker.Config{})
+		rt, err := docker.New(b.Context(), docker.Config{InitBinary: dockertest.InitBinary(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

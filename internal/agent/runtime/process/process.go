@@ -37,6 +37,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/keymutex"
 )
 
 // PlaceholderScript is what each instance runs (with /bin/sh -c) unless
@@ -69,13 +70,8 @@ type Runtime struct {
 	bootID      string
 
 	mu       sync.Mutex
-	locks    map[string]*instanceLock
+	locks    keymutex.Mutex        // one per instance: its calls one at a time
 	children map[int]chan struct{} // pid → closed once reaped, for processes this runtime started
-}
-
-type instanceLock struct {
-	mu   sync.Mutex
-	refs int
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -102,7 +98,6 @@ func New(cfg Config) (*Runtime, error) {
 		command:     append([]string(nil), cmd...),
 		log:         cfg.Logger,
 		procRoot:    "/proc",
-		locks:       map[string]*instanceLock{},
 		children:    map[int]chan struct{}{},
 	}
 	if r.stopTimeout <= 0 {
@@ -125,27 +120,6 @@ func New(cfg Config) (*Runtime, error) {
 
 // Name is "process": no isolation, demos only.
 func (r *Runtime) Name() string { return "process" }
-
-// lock serializes the calls for one instance; the returned func unlocks.
-func (r *Runtime) lock(id string) func() {
-	r.mu.Lock()
-	l := r.locks[id]
-	if l == nil {
-		l = &instanceLock{}
-		r.locks[id] = l
-	}
-	l.refs++
-	r.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		r.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(r.locks, id)
-		}
-		r.mu.Unlock()
-	}
-}
 
 // List returns every instance the runtime holds, sorted by id. An instance
 // whose process ended without Stop is Stopped with a message saying so, as
@@ -224,7 +198,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec) (runtime.Status, e
 		return runtime.Status{}, err
 	}
 	spec = cloneSpec(spec)
-	defer r.lock(spec.InstanceID)()
+	defer r.locks.Lock(spec.InstanceID)()
 	if err := ctx.Err(); err != nil {
 		return runtime.Status{}, err
 	}
@@ -339,7 +313,7 @@ func (r *Runtime) Stop(ctx context.Context, instanceID string) error {
 	if err := checkName("instance id", instanceID); err != nil {
 		return err
 	}
-	defer r.lock(instanceID)()
+	defer r.locks.Lock(instanceID)()
 	spec, proc, err := r.load(instanceID)
 	if err != nil {
 		return gpurent.WrapError(gpurent.CodeInternal, err, "process runtime: read instance %s", instanceID)
@@ -435,7 +409,7 @@ func (r *Runtime) Remove(ctx context.Context, instanceID, volumeName string, rem
 			return err
 		}
 	}
-	defer r.lock(instanceID)()
+	defer r.locks.Lock(instanceID)()
 	spec, proc, err := r.load(instanceID)
 	if err != nil {
 		r.log.Warn("process runtime: removing unreadable instance state", "instance", instanceID, "err", err)

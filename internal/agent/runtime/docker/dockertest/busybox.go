@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -18,30 +17,42 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/client"
+
+	"github.com/gpurent/gpurent/internal/staticexe"
 )
 
-// BusyboxTag names the test image.
+// BusyboxTag names the test image, whose command is a shell (like
+// ubuntu's): run as an instance, the shell exits at once and the instance
+// stays up under gpurent's init.
 const BusyboxTag = "gpurent-test/busybox:1"
+
+// BusyboxBootTag names the same image with a long-lived command
+// (BusyboxShell), like an image whose entrypoint script starts a service.
+const BusyboxBootTag = "gpurent-test/busybox-boot:1"
 
 // BusyboxPath is where busybox-static installs its binary.
 const BusyboxPath = "/bin/busybox"
 
 // busyboxRecipe changes whenever the image's layout changes, so that an
 // image built by an older recipe is rebuilt.
-const busyboxRecipe = "4"
+const busyboxRecipe = "5"
 
 // labelBusyboxDigest on the image records what it was built from.
 const labelBusyboxDigest = "io.gpurent.test.busybox"
 
-// busyboxCmd keeps the container running and exits 0 within a second of
-// SIGTERM, so that stops are graceful and quick. A workload a test left
-// as /root/data/boot.sh (executable) runs beside it from every start; a
-// stop passes SIGTERM on to it and waits for it to end, so a workload that
-// traps the signal finishes what it is writing (else the kernel kills it
-// at any instruction once the first process exits).
-const busyboxCmd = `["/bin/sh", "-c", "` + BusyboxShell + `"]`
+// busyboxCmd is the test image's command: a shell, as in real base images.
+const busyboxCmd = `["/bin/sh"]`
 
-// BusyboxShell is the shell program the test image's command runs.
+// busyboxBootCmd is BusyboxBootTag's command: BusyboxShell.
+const busyboxBootCmd = `["/bin/sh", "-c", "` + BusyboxShell + `"]`
+
+// BusyboxShell is a shell program that keeps running and exits 0 within a
+// second of SIGTERM, so that stops are graceful and quick: a test's
+// startup command (runtime.Spec.Startup) when it needs a long-lived
+// process, and BusyboxBootTag's command. A workload a test left as
+// /root/data/boot.sh (executable) runs beside it from every start; a stop
+// passes SIGTERM on to it and waits for it to end, so a workload that
+// traps the signal finishes what it is writing.
 const BusyboxShell = `trap 'kill -TERM $b 2>/dev/null; wait $b; exit 0' TERM; b=; ` +
 	`if [ -x /root/data/boot.sh ]; then /root/data/boot.sh & b=$!; fi; while :; do sleep 1; done`
 
@@ -53,36 +64,49 @@ const BusyboxShell = `trap 'kill -TERM $b 2>/dev/null; wait $b; exit 0' TERM; b=
 // so parallel tests and several test binaries may call it at once.
 func BusyboxImage(t testing.TB) string {
 	t.Helper()
+	return busyboxImage(t, BusyboxTag, busyboxCmd)
+}
+
+// BusyboxBootImage is BusyboxImage with BusyboxShell as the command
+// (BusyboxBootTag).
+func BusyboxBootImage(t testing.TB) string {
+	t.Helper()
+	return busyboxImage(t, BusyboxBootTag, busyboxBootCmd)
+}
+
+func busyboxImage(t testing.TB, tag, cmd string) string {
+	t.Helper()
 	cli := Client(t)
 	bin, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		t.Fatalf("busybox-static is not installed (%v): run `make test`, which installs it", err)
 	}
-	if err := checkStatic(BusyboxPath); err != nil {
+	if err := staticexe.CheckFile(BusyboxPath); err != nil {
 		t.Fatalf("%s: %v: install busybox-static (run `make test`, which installs it)", BusyboxPath, err)
 	}
 	sum := sha256.Sum256(bin)
-	digest := busyboxRecipe + ":" + hex.EncodeToString(sum[:])
+	cmdSum := sha256.Sum256([]byte(cmd))
+	digest := busyboxRecipe + ":" + hex.EncodeToString(sum[:]) + ":" + hex.EncodeToString(cmdSum[:4])
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if built(ctx, t, cli, digest) {
-		return BusyboxTag
+	if built(ctx, t, cli, tag, digest) {
+		return tag
 	}
 	unlock, err := lockFile(filepath.Join(os.TempDir(), "gpurent-dockertest-busybox.lock"))
 	if err != nil {
 		t.Fatalf("lock the busybox image build: %v", err)
 	}
 	defer unlock()
-	if built(ctx, t, cli, digest) { // another builder finished while we waited
-		return BusyboxTag
+	if built(ctx, t, cli, tag, digest) { // another builder finished while we waited
+		return tag
 	}
-	buildContext, err := busyboxContext(bin)
+	buildContext, err := busyboxContext(bin, cmd)
 	if err != nil {
 		t.Fatalf("busybox image: %v", err)
 	}
 	res, err := cli.ImageBuild(ctx, bytes.NewReader(buildContext), client.ImageBuildOptions{
-		Tags:        []string{BusyboxTag},
+		Tags:        []string{tag},
 		Labels:      map[string]string{labelBusyboxDigest: digest},
 		Remove:      true,
 		ForceRemove: true,
@@ -90,47 +114,31 @@ func BusyboxImage(t testing.TB) string {
 		Version:     build.BuilderV1,
 	})
 	if err != nil {
-		t.Fatalf("build %s: %v", BusyboxTag, err)
+		t.Fatalf("build %s: %v", tag, err)
 	}
 	defer res.Body.Close()
-	readBuild(t, BusyboxTag, res.Body)
-	if !built(ctx, t, cli, digest) {
-		t.Fatalf("build %s finished but the image is not tagged", BusyboxTag)
+	readBuild(t, tag, res.Body)
+	if !built(ctx, t, cli, tag, digest) {
+		t.Fatalf("build %s finished but the image is not tagged", tag)
 	}
-	return BusyboxTag
+	return tag
 }
 
 // built reports whether the tag holds an image of this busybox and recipe.
-func built(ctx context.Context, t testing.TB, cli *client.Client, digest string) bool {
+func built(ctx context.Context, t testing.TB, cli *client.Client, tag, digest string) bool {
 	t.Helper()
-	res, err := cli.ImageInspect(ctx, BusyboxTag)
+	res, err := cli.ImageInspect(ctx, tag)
 	if cerrdefs.IsNotFound(err) {
 		return false
 	}
 	if err != nil {
-		t.Fatalf("inspect %s: %v", BusyboxTag, err)
+		t.Fatalf("inspect %s: %v", tag, err)
 	}
 	return res.Config != nil && res.Config.Labels[labelBusyboxDigest] == digest
 }
 
-// checkStatic fails for a dynamically linked binary, which would not run in
-// an image without a libc.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return errors.New("dynamically linked")
-		}
-	}
-	return nil
-}
-
 // busyboxContext is the build context: a Dockerfile and a root file system.
-func busyboxContext(bin []byte) ([]byte, error) {
+func busyboxContext(bin []byte, cmd string) ([]byte, error) {
 	out, err := exec.Command(BusyboxPath, "--list-full").Output()
 	if err != nil {
 		return nil, err
@@ -148,7 +156,7 @@ func busyboxContext(bin []byte) ([]byte, error) {
 	dir := func(name string, mode int64) error {
 		return tw.WriteHeader(&tar.Header{Name: name + "/", Mode: mode, ModTime: now, Typeflag: tar.TypeDir})
 	}
-	dockerfile := "FROM scratch\nCOPY rootfs/ /\nWORKDIR /root\nCMD " + busyboxCmd + "\n"
+	dockerfile := "FROM scratch\nCOPY rootfs/ /\nWORKDIR /root\nCMD " + cmd + "\n"
 	steps := []error{
 		file("Dockerfile", 0o644, []byte(dockerfile)),
 		dir("rootfs", 0o755),

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/testtier"
 )
 
 // Unreachable is the failure message when no daemon answers.
@@ -38,6 +39,7 @@ const callTimeout = 2 * time.Minute
 // the daemon does not answer. The client is closed when the test ends.
 func Client(t testing.TB) *client.Client {
 	t.Helper()
+	testtier.Require(t, "the Docker Engine")
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatalf("%s: %v", Unreachable, err)
@@ -62,34 +64,69 @@ func NewInstanceID() string { return gpurent.NewID(gpurent.PrefixInstance) }
 func Cleanup(t testing.TB, instanceIDs ...string) {
 	t.Helper()
 	cli := Client(t)
+	t.Cleanup(func() { removeInstances(t, cli, instanceIDs) })
+}
+
+// CleanupScopes removes, when the test ends, every instance (containers
+// and volumes) that runtimes of the given scopes made: the instances a
+// test rented through agents without knowing their ids (the console's
+// browser tests). Register it before the agents' own cleanup, so that it
+// runs after they stopped.
+func CleanupScopes(t testing.TB, scopes ...string) {
+	t.Helper()
+	cli := Client(t)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
-		for _, id := range instanceIDs {
-			// Every container of the instance, in any scope, found by
-			// its label (this package does not import the runtime it
-			// helps test, so it does not know the names).
-			for _, name := range InstanceContainers(t, cli, id) {
-				_, err := cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-				if err != nil && !cerrdefs.IsNotFound(err) {
-					t.Errorf("cleanup: remove container %s of %s: %v", name, id, err)
-				}
-			}
-			vols, err := cli.VolumeList(ctx, client.VolumeListOptions{
-				Filters: make(client.Filters).Add("label", runtime.LabelInstance+"="+id),
-			})
+		seen := map[string]bool{}
+		var ids []string
+		for _, scope := range scopes {
+			res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+				Filters: make(client.Filters).Add("label", "io.gpurent.scope="+scope)})
 			if err != nil {
-				t.Errorf("cleanup: list volumes of %s: %v", id, err)
+				t.Errorf("cleanup: list the containers of scope %s: %v", scope, err)
 				continue
 			}
-			for _, v := range vols.Items {
-				_, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
-				if err != nil && !cerrdefs.IsNotFound(err) {
-					t.Errorf("cleanup: remove volume %s: %v", v.Name, err)
+			for _, c := range res.Items {
+				if id := c.Labels[runtime.LabelInstance]; id != "" && !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
 				}
 			}
 		}
+		removeInstances(t, cli, ids)
 	})
+}
+
+// removeInstances removes the containers of the instances, in any scope,
+// and every volume labelled as theirs.
+func removeInstances(t testing.TB, cli *client.Client, instanceIDs []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for _, id := range instanceIDs {
+		// Every container of the instance, in any scope, found by
+		// its label (this package does not import the runtime it
+		// helps test, so it does not know the names).
+		for _, name := range InstanceContainers(t, cli, id) {
+			_, err := cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				t.Errorf("cleanup: remove container %s of %s: %v", name, id, err)
+			}
+		}
+		vols, err := cli.VolumeList(ctx, client.VolumeListOptions{
+			Filters: make(client.Filters).Add("label", runtime.LabelInstance+"="+id),
+		})
+		if err != nil {
+			t.Errorf("cleanup: list volumes of %s: %v", id, err)
+			continue
+		}
+		for _, v := range vols.Items {
+			_, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				t.Errorf("cleanup: remove volume %s: %v", v.Name, err)
+			}
+		}
+	}
 }
 
 // Inspect returns a container as the daemon holds it.

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBusyboxImage(t *testing.T) {
+	dockertest.Require(t) // here, not in the callers' goroutines: they cannot skip or fail t
 	// Concurrent callers all get the image; at most one builds it.
 	var wg sync.WaitGroup
 	tags := make([]string, 4)
@@ -32,7 +33,7 @@ func TestBusyboxImage(t *testing.T) {
 	name := "gpurent-dockertest-" + strings.ToLower(dockertest.NewInstanceID())
 	_, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
-		Config:     &container.Config{Image: dockertest.BusyboxTag},
+		Config:     &container.Config{Image: dockertest.BusyboxTag, Cmd: []string{"/bin/sh", "-c", dockertest.BusyboxShell}},
 		HostConfig: &container.HostConfig{NetworkMode: "none"},
 	})
 	if err != nil {
@@ -56,8 +57,8 @@ func TestBusyboxImage(t *testing.T) {
 		t.Errorf("exit code = %d, want 3", res.ExitCode)
 	}
 
-	// The default command ends cleanly on SIGTERM, well before the
-	// stop timeout's SIGKILL.
+	// BusyboxShell ends cleanly on SIGTERM, well before the stop
+	// timeout's SIGKILL.
 	timeout := 60
 	if _, err := cli.ContainerStop(ctx, name, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
 		t.Fatal(err)
@@ -66,7 +67,19 @@ func TestBusyboxImage(t *testing.T) {
 	if c.State.Running || c.State.ExitCode != 0 {
 		t.Errorf("after SIGTERM: running %v, exit code %d, want exit 0", c.State.Running, c.State.ExitCode)
 	}
-	if !slices.Equal(c.Config.Cmd, []string{"/bin/sh", "-c", dockertest.BusyboxShell}) {
-		t.Errorf("Cmd = %q", c.Config.Cmd)
+	// The image's own command is a shell, like a real base image's.
+	img, err := cli.ImageInspect(ctx, dockertest.BusyboxTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(img.Config.Cmd, []string{"/bin/sh"}) || len(img.Config.Entrypoint) != 0 {
+		t.Errorf("image command %q entrypoint %q, want a shell", img.Config.Cmd, img.Config.Entrypoint)
+	}
+	boot, err := cli.ImageInspect(ctx, dockertest.BusyboxBootImage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(boot.Config.Cmd, []string{"/bin/sh", "-c", dockertest.BusyboxShell}) {
+		t.Errorf("boot image command %q", boot.Config.Cmd)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 )
 
 // RegistryAuth is a pull credential for one registry (host[:port]).
@@ -72,4 +73,49 @@ type Prepuller interface {
 	HasImage(ctx context.Context, ref string) (bool, error)
 	// PullImage pulls ref, as a run would (credentials, size limit).
 	PullImage(ctx context.Context, ref string) error
+}
+
+// ImageSaver is a runtime that can save an instance's system disk (the
+// writable layer of its container, never its data volume) as an image in
+// a registry: the image the instance was made from, with that layer on
+// top. The instance keeps running; it may be paused for a moment while
+// the layer is read, which the result says.
+type ImageSaver interface {
+	SaveImage(ctx context.Context, req SaveRequest, progress func(SaveProgress)) (SaveResult, error)
+}
+
+// SaveRequest asks for one instance's system disk to be pushed as Ref.
+type SaveRequest struct {
+	InstanceID string
+	// Ref is the destination, host[:port]/repository:tag, in the
+	// operator's registry.
+	Ref string
+	// Push may push to Ref's repository and pull the instance's base
+	// image from the same registry.
+	Push RegistryAuth
+	// MaxBytes bounds the layer's uncompressed size; 0 is no bound. A
+	// larger layer fails the save and pushes nothing under Ref.
+	MaxBytes int64
+}
+
+// SaveProgress is how a save in progress stands.
+type SaveProgress struct {
+	// Phase is "reading" (the layer, the instance paused), "pushing" or
+	// "done".
+	Phase string
+	// Bytes is how much of the phase is done: uncompressed bytes read, or
+	// compressed bytes pushed.
+	Bytes int64
+}
+
+// SaveResult is a saved image.
+type SaveResult struct {
+	// Digest is the pushed manifest's, "sha256:…".
+	Digest string
+	// LayerBytes is the new layer's compressed size; SizeBytes the whole
+	// image's (its layers and config), what a quota counts.
+	LayerBytes int64
+	SizeBytes  int64
+	// Paused is how long the instance was paused.
+	Paused time.Duration
 }

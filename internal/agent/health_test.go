@@ -174,6 +174,7 @@ func TestHealthEventsSurviveARestartUntilAcked(t *testing.T) {
 	rep := cp.waitReport("the Xid", 0, func(rep agentproto.Report) bool { return len(rep.Health) > 0 })
 	id := rep.Health[0].ID
 	ag.stop(t)
+	waitWatchers(t, h.gpus, 0)
 
 	// The journal holds it; the next agent sends the same id, which the
 	// control plane now acknowledges.
@@ -183,6 +184,7 @@ func TestHealthEventsSurviveARestartUntilAcked(t *testing.T) {
 	cp.mu.Unlock()
 	ag = h.startWith(withHeartbeat(h.healthConfig()))
 	rep = cp.waitReport("the Xid again", since, func(rep agentproto.Report) bool { return len(rep.Health) > 0 })
+	waitWatching(t, h.gpus) // the journal's resend comes before the subscription
 	if len(rep.Health) != 1 || rep.Health[0].ID != id || rep.Health[0].Xid != 79 {
 		t.Fatalf("after a restart: %+v, want the one event %s", rep.Health, id)
 	}
@@ -327,9 +329,17 @@ func TestHealthJournalIsBounded(t *testing.T) {
 // starts): an event injected before that is seen by nobody.
 func waitWatching(t *testing.T, p *fake.Provider) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); p.Watchers() == 0; time.Sleep(10 * time.Millisecond) {
+	waitWatchers(t, p, 1)
+}
+
+// waitWatchers waits until exactly n subscriptions watch the GPUs' events:
+// a stopped agent's subscription ends a moment after its Run returns, and
+// an event published before its successor subscribes reaches no one.
+func waitWatchers(t *testing.T, p *fake.Provider, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); p.Watchers() != n; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the agent never watched the GPUs' events")
+			t.Fatalf("%d subscriptions watch the GPUs' events, want %d", p.Watchers(), n)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func (g *Gateway) Logs(ctx context.Context, accountID, instanceID string, req ag
 		l.release()
 		return nil, gpurent.WrapError(gpurent.CodeUnavailable, err, "the host of instance %s refused the logs stream", instanceID)
 	}
-	s := &logStream{ch: ch, lease: l, exit: make(chan struct{}), status: -1}
+	s := &logStream{ch: ch, lease: l, exit: make(chan struct{}), errRead: make(chan struct{}), status: -1}
 	go s.requests(reqs)
 	ok, err := ch.SendRequest("subsystem", true, ssh.Marshal(struct{ Name string }{agentproto.LogsSubsystem}))
 	if err != nil || !ok {
@@ -59,6 +59,7 @@ func (g *Gateway) Logs(ctx context.Context, accountID, instanceID string, req ag
 	go func() {
 		// The agent's one error line; more is dropped.
 		_, _ = io.Copy(&s.stderr, io.LimitReader(ch.Stderr(), maxLogsStderr))
+		close(s.errRead)
 		_, _ = io.Copy(io.Discard, ch.Stderr())
 	}()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
@@ -73,8 +74,9 @@ type logStream struct {
 	stop   func() bool
 	stderr lockedBuffer
 
-	exit   chan struct{} // closed when the agent's requests ended
-	status int           // exit-status, -1 when none came
+	exit    chan struct{} // closed when the agent's requests ended
+	errRead chan struct{} // closed when the agent's error line has been read
+	status  int           // exit-status, -1 when none came
 
 	closeOnce sync.Once
 }
@@ -105,6 +107,9 @@ func (s *logStream) Read(p []byte) (int, error) {
 	if s.status == 0 {
 		return n, io.EOF
 	}
+	// The channel's end also ends its stderr, but the goroutine reading
+	// it may not have taken the agent's last line in yet.
+	<-s.errRead
 	msg := strings.TrimSpace(s.stderr.String())
 	if msg == "" {
 		msg = "the logs stream ended without an answer"

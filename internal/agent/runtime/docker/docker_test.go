@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,30 @@ import (
 
 // newRuntime connects to the test machine's daemon; the test fails (never
 // skips) when there is none.
+//
+// A runtime without a scope gets its test's own: an unscoped runtime lists
+// (and gives a pasta network to) every unscoped container on the daemon,
+// so two parallel tests with state directories of their own would attach
+// two pastas to one namespace, and the second finds the tap device taken
+// ("Failed to open tun socket in namespace", a CI failure). The runtimes
+// of one test share the scope, as an agent and its restart do.
 func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
+	t.Helper()
+	if cfg.Scope == "" {
+		cfg.Scope = testScope(t)
+	}
+	return newUnscopedRuntime(t, cfg)
+}
+
+// testScope is t's own runtime scope, unique across parallel tests and
+// test processes.
+func testScope(t *testing.T) string {
+	return fmt.Sprintf("test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "."))
+}
+
+// newUnscopedRuntime is newRuntime keeping cfg.Scope as it is, empty
+// included.
+func newUnscopedRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	t.Helper()
 	dockertest.Require(t)
 	if cfg.InitBinary == "" {

@@ -402,7 +402,7 @@ func TestPastaNetworkServedByItsScopeOnly(t *testing.T) {
 	}
 
 	unscopedState := t.TempDir()
-	unscoped := pastaRuntime(t, unscopedState)
+	unscoped := newUnscopedRuntime(t, docker.Config{Network: docker.NetworkPasta, NetStateDir: unscopedState})
 	if _, ok := listed(t, unscoped, spec.InstanceID); !ok {
 		t.Fatal("the unscoped runtime does not list the scoped instance")
 	}

@@ -28,7 +28,7 @@ const Version = "0.1.0-dev"
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := cli.NewRoot(serveCommand(), agentCommand(), sftpHelperCommand(), instanceInitCommand())
+	root := cli.NewRoot(serveCommand(), agentCommand(), sftpHelperCommand(), instanceInitCommand(), execRelayCommand())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	return cli.Execute(ctx, root, args)

@@ -1,9 +1,13 @@
 package app
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gpurent/gpurent/internal/agent/pid1"
+	"github.com/gpurent/gpurent/internal/cli"
+	"github.com/gpurent/gpurent/internal/execrelay"
 )
 
 // InstanceInitCommand is the hidden subcommand a runtime starts as an
@@ -23,6 +27,28 @@ func instanceInitCommand() *cobra.Command {
 			// Not the command's context: that one ends on SIGTERM, which
 			// the init passes on to the startup command and waits out.
 			return pid1.Main(args)
+		},
+	}
+}
+
+// execRelayCommand is the hidden `gpurent exec-relay -- COMMAND...` the
+// Docker runtime runs an instance's commands under (internal/execrelay):
+// its exit status is the command's.
+func execRelayCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                execrelay.Command + " -- COMMAND [ARG...]",
+		Short:              "runs a command inside an instance for the agent, so that its output arrives whole",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			code, err := execrelay.Main(args, os.Stdin, os.Stdout)
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return cli.ExitError{Code: code}
+			}
+			return nil
 		},
 	}
 }

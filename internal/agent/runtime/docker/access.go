@@ -24,6 +24,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agent/runtime"
+	"github.com/gpurent/gpurent/internal/execrelay"
 )
 
 var _ runtime.Access = (*Runtime)(nil)
@@ -72,6 +73,14 @@ func (r *Runtime) Exec(ctx context.Context, instanceID string, spec runtime.Exec
 	if spec.TTY && spec.Cols > 0 && spec.Rows > 0 {
 		size = client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
 	}
+	// Without a terminal the command runs under the relay, which holds
+	// the exec open until the agent has all of its output. A terminal's
+	// bytes cannot be framed (the Engine's pty sits between).
+	relay := !spec.TTY && c.Config.Labels[labelExecRelay] == "1"
+	cmd := spec.Cmd
+	if relay {
+		cmd = append([]string{InitPath, execrelay.Command, "--"}, spec.Cmd...)
+	}
 	created, err := r.cli.ExecCreate(ctx, c.ID, client.ExecCreateOptions{
 		User:         spec.User,
 		TTY:          spec.TTY,
@@ -81,7 +90,7 @@ func (r *Runtime) Exec(ctx context.Context, instanceID string, spec runtime.Exec
 		AttachStderr: true,
 		Env:          spec.Env,
 		WorkingDir:   spec.WorkDir,
-		Cmd:          spec.Cmd,
+		Cmd:          cmd,
 	})
 	if err != nil {
 		return nil, wrap(err, "exec in instance %s", instanceID)
@@ -95,6 +104,7 @@ func (r *Runtime) Exec(ctx context.Context, instanceID string, spec runtime.Exec
 		id:       created.ID,
 		instance: instanceID,
 		tty:      spec.TTY,
+		relay:    relay,
 		att:      att,
 		outDone:  make(chan struct{}),
 		pidfd:    -1,
@@ -135,7 +145,10 @@ type execSession struct {
 	id       string // the Engine's exec id
 	instance string
 	tty      bool
+	relay    bool // the command runs under the exec relay
 	att      client.ExecAttachResult
+
+	downMu sync.Mutex // one frame at a time to the relay
 
 	outDone chan struct{} // closed when the output stream has ended
 
@@ -144,6 +157,7 @@ type execSession struct {
 	exited   bool
 	exitCode int
 	closed   bool
+	killed   bool // a SIGKILL was sent: it ends the relay too, before its exit frame
 }
 
 func (s *execSession) copyOutput(stdout, stderr io.Writer) {
@@ -156,14 +170,49 @@ func (s *execSession) copyOutput(stdout, stderr io.Writer) {
 	}
 	// An error here is a closed session or a writer gone away; the exit
 	// code, read from the Engine, stays meaningful either way.
-	if s.tty {
+	switch {
+	case s.tty:
 		_, _ = io.Copy(stdout, s.att.Reader)
-	} else {
+	case s.relay:
+		d := &execrelay.Demux{Stdout: stdout, Stderr: stderr, OnExit: func(code int) {
+			s.mu.Lock()
+			s.exited, s.exitCode = true, code
+			s.mu.Unlock()
+			// All the output has come: the relay may go.
+			_ = s.sendDown(execrelay.KindAck, nil)
+		}}
+		// The relay's own stderr is only ever its dying words.
+		_, _ = stdcopy.StdCopy(d, stderr, s.att.Reader)
+	default:
 		_, _ = stdcopy.StdCopy(stdout, stderr, s.att.Reader)
 	}
 }
 
+// sendDown writes one frame to the relay.
+func (s *execSession) sendDown(kind byte, p []byte) error {
+	s.downMu.Lock()
+	defer s.downMu.Unlock()
+	return execrelay.WriteFrame(s.att.Conn, kind, p)
+}
+
 func (s *execSession) copyInput(stdin io.Reader) {
+	if s.relay {
+		if stdin != nil {
+			buf := make([]byte, execrelay.MaxPayload)
+			for {
+				n, err := stdin.Read(buf)
+				if n > 0 && s.sendDown(execrelay.KindStdin, buf[:n]) != nil {
+					return
+				}
+				if err != nil {
+					break
+				}
+			}
+		}
+		// The stream stays open for the acknowledgement.
+		_ = s.sendDown(execrelay.KindStdinEOF, nil)
+		return
+	}
 	if stdin != nil {
 		_, _ = io.Copy(s.att.Conn, stdin)
 	}
@@ -207,6 +256,9 @@ func (s *execSession) Signal(sig syscall.Signal) error {
 		}
 		s.pidfd = fd
 	}
+	// The relay passes every signal on to the command but SIGKILL, which
+	// kills it, and the command with it (its parent-death signal).
+	s.killed = s.killed || sig == syscall.SIGKILL
 	err := unix.PidfdSendSignal(s.pidfd, sig, nil, 0)
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return gpurent.WrapError(gpurent.CodeInternal, err, "signal %v to an exec in instance %s", sig, s.instance)
@@ -274,7 +326,16 @@ func (s *execSession) Wait(ctx context.Context) (int, error) {
 		s.mu.Unlock()
 		return code, nil
 	}
+	cut := s.relay && !s.closed && !s.killed
 	s.mu.Unlock()
+	if cut {
+		// The relay sends the exit code after the last byte of output and
+		// stays until it is acknowledged: a stream that ended without it
+		// was cut (or the relay killed), and its output may be short. Say
+		// so rather than pass a short output off with an exit status.
+		return 0, gpurent.Errorf(gpurent.CodeUnavailable,
+			"exec in instance %s: the command's output ended before its exit status (the relay was killed, or the Engine cut the stream)", s.instance)
+	}
 	delay := time.Millisecond
 	for {
 		res, err := s.cli.ExecInspect(ctx, s.id, client.ExecInspectOptions{})

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -91,6 +92,56 @@ func TestExecOutputAndExitCode(t *testing.T) {
 	if strings.TrimSpace(out) != "65534" {
 		t.Errorf("id -u as nobody = %q, want 65534", out)
 	}
+}
+
+// TestExecRunsUnderTheRelay: a command without a terminal runs under the
+// exec relay (its parent is the init binary's exec-relay), so the Engine
+// cannot cut its output; with a terminal it runs directly. A big output
+// read slowly arrives whole, with its exit code.
+func TestExecRunsUnderTheRelay(t *testing.T) {
+	t.Parallel()
+	rt, spec := runningInstance(t, docker.Config{})
+	out, _, code := execAll(t, rt, spec.InstanceID, runtime.ExecSpec{
+		Cmd: []string{"sh", "-c", "tr '\\0' ' ' </proc/$PPID/cmdline"},
+	})
+	if want := docker.InitPath + " exec-relay -- sh -c"; !strings.HasPrefix(out, want) || code != 0 {
+		t.Errorf("the parent of a command is %q (exit %d), want %q...", out, code, want)
+	}
+	out, _, _ = execAll(t, rt, spec.InstanceID, runtime.ExecSpec{
+		Cmd: []string{"sh", "-c", "tr '\\0' ' ' </proc/$PPID/cmdline"}, TTY: true,
+	})
+	if strings.Contains(out, "exec-relay") {
+		t.Errorf("a terminal's command runs under the relay: parent %q", out)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var got countingWriter
+	got.delay = 200 * time.Microsecond
+	s, err := rt.Exec(ctx, spec.InstanceID, runtime.ExecSpec{
+		Cmd:    []string{"sh", "-c", "head -c 4000000 /dev/zero | tr '\\0' y; exit 5"},
+		Stdout: &got, Stderr: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	code, err = s.Wait(ctx)
+	if err != nil || code != 5 || got.n.Load() != 4_000_000 {
+		t.Errorf("a slowly read 4 MB: %d bytes, exit %d, %v; want all of it and exit 5", got.n.Load(), code, err)
+	}
+}
+
+// countingWriter counts what it is given, pausing delay on each write.
+type countingWriter struct {
+	n     atomic.Int64
+	delay time.Duration
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	w.n.Add(int64(len(p)))
+	return len(p), nil
 }
 
 func TestExecStdinEOFReachesCommand(t *testing.T) {
@@ -192,7 +243,7 @@ func TestExecSignal(t *testing.T) {
 	}
 
 	// A command killed by a signal exits 128+N.
-	s2, err := rt.Exec(ctx, spec.InstanceID, runtime.ExecSpec{Cmd: []string{"sleep", "600"}})
+	s2, err := rt.Exec(ctx, spec.InstanceID, runtime.ExecSpec{Cmd: []string{"sleep", "613"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +253,18 @@ func TestExecSignal(t *testing.T) {
 	}
 	if code, err := s2.Wait(ctx); err != nil || code != 128+int(syscall.SIGKILL) {
 		t.Errorf("killed sleep: exit %d, %v; want 137", code, err)
+	}
+	// The KILL, which the relay cannot pass on, ends the command too: no
+	// orphan sleeps on.
+	name := dockertest.InstanceContainer(t, dockertest.Client(t), spec.InstanceID)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out := dockertest.MustExec(t, dockertest.Client(t), name, "sh", "-c", "ps -o args | grep -c '^sleep 613' || true")
+		if strings.TrimSpace(out) == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed command's process still runs")
+		}
 	}
 }
 

@@ -207,6 +207,11 @@ const (
 	initStopSig   = "SIGTERM"
 	logDriver     = "json-file"
 	labelInitPath = "io.gpurent.init.status"
+	// labelExecRelay marks a container whose init binary runs the exec
+	// relay (internal/execrelay): its commands without a terminal run
+	// through it, so the Engine cannot cut their output. Containers made
+	// before it keep the direct exec.
+	labelExecRelay = "io.gpurent.exec-relay"
 )
 
 // startupCommand is the argv the init starts: the image's entrypoint and
@@ -240,6 +245,7 @@ func (r *Runtime) containerConfig(spec runtime.Spec, img imageCommand) (*contain
 		StopSignal: initStopSig,
 	}
 	cfg.Labels[labelInitPath] = InitStatus
+	cfg.Labels[labelExecRelay] = "1"
 	pids := spec.PidsLimit
 	if pids == 0 {
 		pids = r.cfg.DefaultPidsLimit

@@ -262,6 +262,12 @@ func TestReachInstance(t *testing.T) {
 		!strings.Contains(errOut, "not running") {
 		t.Fatalf("ssh into a stopped instance: %d %s", code, errOut)
 	}
+	// gpurent ssh with a command shows the gateway's reason too, not only
+	// OpenSSH's "Permission denied".
+	if _, errOut, err := alice.run("", "ssh", in.ID, "-i", alice.key, "--ssh-option", "BatchMode=yes", "--", "true"); err == nil ||
+		!strings.Contains(errOut, "not running") {
+		t.Fatalf("gpurent ssh -- true into a stopped instance: %v %s", err, errOut)
+	}
 
 	// The audit log has the exec with its status, and the refusals.
 	var sessions []apiv1.AccessSession

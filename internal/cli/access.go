@@ -225,11 +225,9 @@ func (a *app) sshCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var more []string
-			if len(args) > 1 {
-				more = []string{"-o", "LogLevel=ERROR"}
-			}
-			sargs, err := a.sshArgs(acc, &sf, more...)
+			// OpenSSH's own log level stays: below INFO it hides the
+			// gateway's banner, the one place a refusal says why.
+			sargs, err := a.sshArgs(acc, &sf)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/rental/rentaltest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -77,7 +78,7 @@ func TestRegisterCannotTakeOverAHost(t *testing.T) {
 	}
 	for _, a := range attacks {
 		req := regReq("node-1", a.zone, h100, 4)
-		req.GPUs = gpuInfos(a.gpuHost, h100, 4)
+		req.GPUs = rentaltest.GPUInfos(a.gpuHost, h100, 4)
 		req.JoinToken, req.AgentToken = a.join, a.agent
 		resp, err := e.fleet.Register(e.ctx, req)
 		wantCode(t, err, a.code, a.name)
@@ -186,7 +187,7 @@ func TestGPUCannotMoveFromLiveHost(t *testing.T) {
 	e := newEnv(t)
 	a := e.register(regReq("node-a", zoneA, h100, 4))
 	beforeA := e.snap(a.HostID)
-	stolen := gpuInfos("node-a", h100, 4)[2]
+	stolen := rentaltest.GPUInfos("node-a", h100, 4)[2]
 
 	r := regReq("node-b", zoneA, h100, 2)
 	r.GPUs = append(r.GPUs, stolen)
@@ -206,7 +207,7 @@ func TestGPUCannotMoveFromLiveHost(t *testing.T) {
 	}
 	beforeB := e.snap(b.HostID)
 	e.clock.Advance(10 * time.Second)
-	claim := append(gpuInfos("node-b", h100, 2), stolen)
+	claim := append(rentaltest.GPUInfos("node-b", h100, 2), stolen)
 	claim[2].Index = 2
 	if err := e.report(b.HostID, claim); err != nil {
 		t.Fatalf("a report with a refused inventory: %v (the heartbeat goes on)", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/gpurent/gpurent/internal/agentproto"
 	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/fleet"
-	"github.com/gpurent/gpurent/internal/gpu/fake"
+	"github.com/gpurent/gpurent/internal/rental/rentaltest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -64,18 +64,9 @@ func newEnvOn(t testing.TB, st gpurent.Store) *env {
 	return e
 }
 
-func gpuInfos(host, typ string, n int) []agentproto.GPUInfo {
-	var out []agentproto.GPUInfo
-	for _, d := range fake.Devices(fake.Config{Host: host, TypeID: typ, Count: n, MemoryMiB: 81920, GroupSize: 4, NUMANodes: 2}) {
-		out = append(out, agentproto.GPUInfo{UUID: d.UUID, Index: d.Index, Type: d.TypeID, Name: d.Name,
-			MemoryMiB: d.MemoryMiB, TopoGroup: d.TopoGroup, NUMANode: d.NUMANode, Health: string(gpurent.GPUHealthy)})
-	}
-	return out
-}
-
 func regReq(name, zone, typ string, n int) agentproto.RegisterRequest {
 	return agentproto.RegisterRequest{JoinToken: joinToken, Name: name, Zone: zone, CPUMilli: 256_000,
-		MemoryMiB: 4 << 20, DiskGiB: 7680, Runtime: "docker", AgentVersion: "test", GPUs: gpuInfos(name, typ, n)}
+		MemoryMiB: 4 << 20, DiskGiB: 7680, Runtime: "docker", AgentVersion: "test", GPUs: rentaltest.GPUInfos(name, typ, n)}
 }
 
 // register registers r. A request carrying the joinToken marker gets the
@@ -283,7 +274,7 @@ func TestReRegister(t *testing.T) {
 	// Re-registering with a GPU short marks it missing, never deletes it.
 	third := e.register(regReq("node-1", zoneA, h100, 7))
 	hl := health(e.host(third.HostID))
-	lost := gpuInfos("node-1", h100, 8)[7].UUID
+	lost := rentaltest.GPUInfos("node-1", h100, 8)[7].UUID
 	if len(hl) != 8 || hl[lost] != gpurent.GPUMissing {
 		t.Errorf("after re-registering with 7 GPUs: %v; want 8 with %s missing", hl, lost)
 	}
@@ -323,7 +314,7 @@ func TestReportHeartbeat(t *testing.T) {
 	}
 	// The same inventory again is no change.
 	e.clock.Advance(10 * time.Second)
-	if err := e.report(id, gpuInfos("node-1", h100, 8)); err != nil {
+	if err := e.report(id, rentaltest.GPUInfos("node-1", h100, 8)); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.changes.Load() - base; n != 0 {
@@ -349,7 +340,7 @@ func TestReportHeartbeat(t *testing.T) {
 func TestReportInventory(t *testing.T) {
 	e := newEnv(t)
 	id := e.register(regReq("node-1", zoneA, h100, 8)).HostID
-	all := gpuInfos("node-1", h100, 8)
+	all := rentaltest.GPUInfos("node-1", h100, 8)
 	base := e.changes.Load()
 
 	// GPU 5 falls off the bus.
@@ -387,7 +378,7 @@ func TestReportInventory(t *testing.T) {
 		t.Errorf("OnChange called %d times, want 2", n)
 	}
 	// A ninth GPU is added.
-	nine := gpuInfos("node-1", h100, 9)
+	nine := rentaltest.GPUInfos("node-1", h100, 9)
 	if err := e.report(id, nine); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +386,7 @@ func TestReportInventory(t *testing.T) {
 		t.Errorf("after a GPU was added: %d GPUs, %v", len(h.GPUs), health(h))
 	}
 	// A GPU moved to another index counts as a change too.
-	moved := gpuInfos("node-1", h100, 9)
+	moved := rentaltest.GPUInfos("node-1", h100, 9)
 	moved[0].Index, moved[1].Index = 1, 0
 	before := e.changes.Load()
 	if err := e.report(id, moved); err != nil {
@@ -411,7 +402,7 @@ func TestReportInventory(t *testing.T) {
 	}
 	// An inventory with a type the catalog lacks is refused, and nothing
 	// of it is written.
-	bad := gpuInfos("node-1", h100, 9)
+	bad := rentaltest.GPUInfos("node-1", h100, 9)
 	bad[2].Type = "b200-192g"
 	bad = bad[:8]
 	err := e.report(id, bad)
@@ -427,7 +418,7 @@ func TestReportInventory(t *testing.T) {
 func TestReportKeepsOperatorHealth(t *testing.T) {
 	e := newEnv(t)
 	id := e.register(regReq("node-1", zoneA, h100, 8)).HostID
-	all := gpuInfos("node-1", h100, 8)
+	all := rentaltest.GPUInfos("node-1", h100, 8)
 
 	// The operator cordons GPU 1 and retires GPU 2.
 	h := e.host(id)

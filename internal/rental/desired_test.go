@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/rental/rentaltest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -25,7 +26,7 @@ type polled struct {
 func (e *env) poll(ctx context.Context, hostID string, after int64) <-chan polled {
 	ch := make(chan polled, 1)
 	go func() {
-		d, err := e.rent.Desired(ctx, hostID, after)
+		d, err := e.Rent.Desired(ctx, hostID, after)
 		ch <- polled{d, err}
 	}()
 	return ch
@@ -45,38 +46,38 @@ func wait(t *testing.T, ch <-chan polled, what string) polled {
 // TestDesiredAtOnce: a poll for a generation the host has passed answers at
 // once (the long wait is an hour here).
 func TestDesiredAtOnce(t *testing.T) {
-	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: time.Hour})
-	h := e.register("node-1", zoneA, h100, 8)
-	in := e.mustRent(e.alice, req(h100, 1)).Instance
-	gen := e.host(h.ID).Generation
+	e := newEnvWith(t, storetest.SQLite(t), rentaltest.Options{PollWait: time.Hour})
+	h := e.Register("node-1", zoneA, h100, 8)
+	in := e.MustRent(e.Alice, rentaltest.Req(h100, 1)).Instance
+	gen := e.Host(h.ID).Generation
 
 	for _, after := range []int64{-1, 0, gen - 1} {
-		p := wait(t, e.poll(e.ctx, h.ID, after), "poll behind the host")
+		p := wait(t, e.poll(e.Ctx, h.ID, after), "poll behind the host")
 		if p.err != nil {
 			t.Fatal(p.err)
 		}
 		if p.d.Generation != gen || p.d.HostID != h.ID {
 			t.Errorf("after=%d: generation %d of %s, want %d of %s", after, p.d.Generation, p.d.HostID, gen, h.ID)
 		}
-		desiredOf(t, p.d, in.ID)
+		rentaltest.DesiredOf(t, p.d, in.ID)
 	}
-	_, err := e.rent.Desired(e.ctx, "host-unknown", -1)
-	wantCode(t, err, gpurent.CodeNotFound, "desired of an unknown host")
+	_, err := e.Rent.Desired(e.Ctx, "host-unknown", -1)
+	rentaltest.WantCode(t, err, gpurent.CodeNotFound, "desired of an unknown host")
 }
 
 // TestDesiredWakes: a poll waiting at the host's generation answers when the
 // host's desired state changes.
 func TestDesiredWakes(t *testing.T) {
-	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: time.Hour})
-	h := e.register("node-1", zoneA, h100, 8)
-	other := e.register("node-2", zoneB, h100, 8)
-	gen := e.host(h.ID).Generation
+	e := newEnvWith(t, storetest.SQLite(t), rentaltest.Options{PollWait: time.Hour})
+	h := e.Register("node-1", zoneA, h100, 8)
+	other := e.Register("node-2", zoneB, h100, 8)
+	gen := e.Host(h.ID).Generation
 
-	ch := e.poll(e.ctx, h.ID, gen)
+	ch := e.poll(e.Ctx, h.ID, gen)
 	// A change on another host does not answer this poll.
-	r := req(h100, 1)
+	r := rentaltest.Req(h100, 1)
 	r.ZoneID = zoneB
-	if d := e.mustRent(e.alice, r); d.Instance.HostID != other.ID {
+	if d := e.MustRent(e.Alice, r); d.Instance.HostID != other.ID {
 		t.Fatalf("placed on %s, want %s", d.Instance.HostID, other.ID)
 	}
 	select {
@@ -86,7 +87,7 @@ func TestDesiredWakes(t *testing.T) {
 	}
 
 	r.ZoneID = zoneA
-	in := e.mustRent(e.alice, r).Instance
+	in := e.MustRent(e.Alice, r).Instance
 	p := wait(t, ch, "poll after a rent on its host")
 	if p.err != nil {
 		t.Fatal(p.err)
@@ -94,21 +95,21 @@ func TestDesiredWakes(t *testing.T) {
 	if p.d.Generation <= gen {
 		t.Errorf("woken poll answered generation %d, want past %d", p.d.Generation, gen)
 	}
-	if di := desiredOf(t, p.d, in.ID); di.State != agentproto.StateRunning {
+	if di := rentaltest.DesiredOf(t, p.d, in.ID); di.State != agentproto.StateRunning {
 		t.Errorf("desired %+v, want running", di)
 	}
 
 	// A stop wakes the next poll too, and the answer carries it.
 	gen = p.d.Generation
-	ch = e.poll(e.ctx, h.ID, gen)
-	if _, err := e.rent.Stop(e.ctx, e.alice, in.ID); err != nil {
+	ch = e.poll(e.Ctx, h.ID, gen)
+	if _, err := e.Rent.Stop(e.Ctx, e.Alice, in.ID); err != nil {
 		t.Fatal(err)
 	}
 	p = wait(t, ch, "poll after a stop")
 	if p.err != nil {
 		t.Fatal(p.err)
 	}
-	if di := desiredOf(t, p.d, in.ID); p.d.Generation <= gen || di.State != agentproto.StateStopped {
+	if di := rentaltest.DesiredOf(t, p.d, in.ID); p.d.Generation <= gen || di.State != agentproto.StateStopped {
 		t.Errorf("after stop: generation %d (was %d), desired %+v", p.d.Generation, gen, di)
 	}
 }
@@ -116,22 +117,22 @@ func TestDesiredWakes(t *testing.T) {
 // TestDesiredPollWait: with nothing changing, a poll answers after PollWait
 // with the current state.
 func TestDesiredPollWait(t *testing.T) {
-	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: 20 * time.Millisecond})
-	h := e.register("node-1", zoneA, h100, 8)
-	in := e.mustRent(e.alice, req(h100, 1)).Instance
-	gen := e.host(h.ID).Generation
+	e := newEnvWith(t, storetest.SQLite(t), rentaltest.Options{PollWait: 20 * time.Millisecond})
+	h := e.Register("node-1", zoneA, h100, 8)
+	in := e.MustRent(e.Alice, rentaltest.Req(h100, 1)).Instance
+	gen := e.Host(h.ID).Generation
 
-	p := wait(t, e.poll(e.ctx, h.ID, gen), "poll with nothing to wait for")
+	p := wait(t, e.poll(e.Ctx, h.ID, gen), "poll with nothing to wait for")
 	if p.err != nil {
 		t.Fatal(p.err)
 	}
 	if p.d.Generation != gen {
 		t.Errorf("quiet poll answered generation %d, want %d", p.d.Generation, gen)
 	}
-	desiredOf(t, p.d, in.ID)
+	rentaltest.DesiredOf(t, p.d, in.ID)
 	// A poll ahead of the host (say, after a control-plane restore) also
 	// answers with the current state.
-	p = wait(t, e.poll(e.ctx, h.ID, gen+100), "poll ahead of the host")
+	p = wait(t, e.poll(e.Ctx, h.ID, gen+100), "poll ahead of the host")
 	if p.err != nil || p.d.Generation != gen {
 		t.Errorf("poll ahead: %+v, %v; want generation %d", p.d, p.err, gen)
 	}
@@ -139,10 +140,10 @@ func TestDesiredPollWait(t *testing.T) {
 
 // TestDesiredCancel: a poll ends when its caller goes away.
 func TestDesiredCancel(t *testing.T) {
-	e := newEnvWith(t, storetest.SQLite(t), options{pollWait: time.Hour})
-	h := e.register("node-1", zoneA, h100, 8)
-	ctx, cancel := context.WithCancel(e.ctx)
-	ch := e.poll(ctx, h.ID, e.host(h.ID).Generation)
+	e := newEnvWith(t, storetest.SQLite(t), rentaltest.Options{PollWait: time.Hour})
+	h := e.Register("node-1", zoneA, h100, 8)
+	ctx, cancel := context.WithCancel(e.Ctx)
+	ch := e.poll(ctx, h.ID, e.Host(h.ID).Generation)
 	cancel()
 	p := wait(t, ch, "cancelled poll")
 	if !errors.Is(p.err, context.Canceled) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
+	"github.com/gpurent/gpurent/internal/rental/rentaltest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
 )
 
@@ -15,48 +16,48 @@ import (
 // other is the better fit; the desired state lists the images to pre-pull.
 func TestRentPrefersHostHoldingImage(t *testing.T) {
 	e := newEnv(t, storetest.SQLite(t))
-	a := e.register("node-a", zoneA, h100, 8)
-	b := e.register("node-b", zoneA, h100, 8)
+	a := e.Register("node-a", zoneA, h100, 8)
+	b := e.Register("node-b", zoneA, h100, 8)
 	ref := "reg.example.com/base/shell:1"
-	if err := e.st.PutBaseImage(e.ctx, &gpurent.BaseImage{Name: "shell:1", Ref: ref, Prepull: true}); err != nil {
+	if err := e.St.PutBaseImage(e.Ctx, &gpurent.BaseImage{Name: "shell:1", Ref: ref, Prepull: true}); err != nil {
 		t.Fatal(err)
 	}
-	if d := e.desiredNow(a.ID); len(d.Prepull) != 1 || d.Prepull[0] != ref {
+	if d := e.DesiredNow(a.ID); len(d.Prepull) != 1 || d.Prepull[0] != ref {
 		t.Fatalf("desired pre-pull list: %v", d.Prepull)
 	}
 	// Without a holder, best fit and then the smaller id decide: note it,
 	// and make the other host the one that holds the image.
-	first := e.mustRent(e.alice, req(h100, 1))
+	first := e.MustRent(e.Alice, rentaltest.Req(h100, 1))
 	holder := b
 	if first.Instance.HostID == b.ID {
 		holder = a
 	}
-	if err := e.fleet.Report(e.ctx, e.host(holder.ID), agentproto.Report{At: e.clock.Now(), Runtime: "docker",
+	if err := e.Fleet.Report(e.Ctx, e.Host(holder.ID), agentproto.Report{At: e.Clock.Now(), Runtime: "docker",
 		Images: &agentproto.HeldImages{Refs: []string{ref}}}); err != nil {
 		t.Fatal(err)
 	}
 	// The first host now has 7 free (the best fit for 1): still, the
 	// holder wins, whether the rent names the image or its catalog name.
 	for _, image := range []string{"shell:1", ref} {
-		r := req(h100, 1)
+		r := rentaltest.Req(h100, 1)
 		r.Image = image
-		d := e.mustRent(e.alice, r)
+		d := e.MustRent(e.Alice, r)
 		if d.Instance.HostID != holder.ID || d.Instance.Image != ref {
 			t.Errorf("rent of %s: on %s with image %s, want the holder %s with %s", image, d.Instance.HostID, d.Instance.Image, holder.ID, ref)
 		}
 	}
 	// A catalog image that suits other GPU types only: refused before
 	// anything is claimed.
-	if err := e.st.PutBaseImage(e.ctx, &gpurent.BaseImage{Name: "a100-only:1", Ref: ref, GPUTypes: []string{"a100-80g-sxm"}}); err != nil {
+	if err := e.St.PutBaseImage(e.Ctx, &gpurent.BaseImage{Name: "a100-only:1", Ref: ref, GPUTypes: []string{"a100-80g-sxm"}}); err != nil {
 		t.Fatal(err)
 	}
-	before := e.host(a.ID).Generation + e.host(b.ID).Generation
-	r := req(h100, 1)
+	before := e.Host(a.ID).Generation + e.Host(b.ID).Generation
+	r := rentaltest.Req(h100, 1)
 	r.Image = "a100-only:1"
-	if _, _, err := e.rent.Rent(e.ctx, e.alice, r); !gpurent.IsCode(err, gpurent.CodeInvalid) || !strings.Contains(err.Error(), "suits GPU types a100-80g-sxm only") {
+	if _, _, err := e.Rent.Rent(e.Ctx, e.Alice, r); !gpurent.IsCode(err, gpurent.CodeInvalid) || !strings.Contains(err.Error(), "suits GPU types a100-80g-sxm only") {
 		t.Fatalf("an unsuited catalog image: %v", err)
 	}
-	if after := e.host(a.ID).Generation + e.host(b.ID).Generation; after != before {
+	if after := e.Host(a.ID).Generation + e.Host(b.ID).Generation; after != before {
 		t.Error("a refused rent changed a host's desired state")
 	}
 }
@@ -67,33 +68,33 @@ func TestRentPrefersHostHoldingImage(t *testing.T) {
 // ignored.
 func TestPullProgressShown(t *testing.T) {
 	e := newEnv(t, storetest.SQLite(t))
-	h := e.register("node-p", zoneA, h100, 8)
-	d := e.mustRent(e.alice, req(h100, 1))
+	h := e.Register("node-p", zoneA, h100, 8)
+	d := e.MustRent(e.Alice, rentaltest.Req(h100, 1))
 	in := d.Instance
-	gen := e.host(h.ID).Generation
+	gen := e.Host(h.ID).Generation
 	msg := "pulling image busybox:1.36: 12.0 MiB of 48.0 MiB (25%)"
-	e.report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: "alloc-other", State: agentproto.StateCreating, Message: msg})
-	if got, _ := e.st.InstanceByID(e.ctx, in.ID); got.StateReason != "" {
+	e.Report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: "alloc-other", State: agentproto.StateCreating, Message: msg})
+	if got, _ := e.St.InstanceByID(e.Ctx, in.ID); got.StateReason != "" {
 		t.Fatalf("another allocation's progress shown: %q", got.StateReason)
 	}
-	e.report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateCreating, Message: msg})
-	got, err := e.st.InstanceByID(e.ctx, in.ID)
+	e.Report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateCreating, Message: msg})
+	got, err := e.St.InstanceByID(e.Ctx, in.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.State != gpurent.StateProvisioning || got.StateReason != msg {
 		t.Fatalf("while pulling: %s %q, want provisioning %q", got.State, got.StateReason, msg)
 	}
-	if now := e.host(h.ID).Generation; now != gen {
+	if now := e.Host(h.ID).Generation; now != gen {
 		t.Errorf("progress bumped the desired state: %d -> %d", gen, now)
 	}
 	long := agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateCreating, Message: strings.Repeat("x", 500)}
-	e.report(h.ID, long)
-	if got, _ := e.st.InstanceByID(e.ctx, in.ID); len(got.StateReason) != 200 {
+	e.Report(h.ID, long)
+	if got, _ := e.St.InstanceByID(e.Ctx, in.ID); len(got.StateReason) != 200 {
 		t.Errorf("an agent's long message kept %d bytes", len(got.StateReason))
 	}
-	e.report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateRunning})
-	if got, _ := e.st.InstanceByID(e.ctx, in.ID); got.State != gpurent.StateRunning || got.StateReason != "" {
+	e.Report(h.ID, agentproto.ActualInstance{InstanceID: in.ID, AllocationID: in.AllocationID, State: agentproto.StateRunning})
+	if got, _ := e.St.InstanceByID(e.Ctx, in.ID); got.State != gpurent.StateRunning || got.StateReason != "" {
 		t.Errorf("once running: %s %q", got.State, got.StateReason)
 	}
 }

@@ -29,7 +29,7 @@ func TestWatchWakesLongPollsAcrossReplicas(t *testing.T) {
 	}
 	stA, stB := open(), open()
 	a := newEnv(t, stA)
-	h := a.register("watched", zoneA, h100, 8)
+	h := a.Register("watched", zoneA, h100, 8)
 	b := rental.New(rental.Config{Store: stB, PollWait: 10 * time.Second})
 	watchCtx, stop := context.WithCancel(ctx)
 	watched := make(chan struct{})
@@ -43,7 +43,7 @@ func TestWatchWakesLongPollsAcrossReplicas(t *testing.T) {
 	// made, so try a few times; each poll must be woken within a second,
 	// far sooner than B would notice by itself.
 	for attempt := 1; ; attempt++ {
-		cur := a.host(h.ID).Generation
+		cur := a.Host(h.ID).Generation
 		got := make(chan *agentproto.Desired, 1)
 		go func() {
 			d, err := b.Desired(ctx, h.ID, cur)

@@ -418,8 +418,10 @@ func (g *Gateway) admit(ctx context.Context, c *conn, instance string, key ssh.P
 			// The same words whether it does not exist or is someone else's.
 			return refuse("no such instance", banner("there is no instance %q on your account", instance), err)
 		case gpurent.CodeConflict:
+			// The directory's message says it whole ("instance … is not
+			// running: it is stopped").
 			return refuse("instance not running: "+gpurent.ErrorMessage(err),
-				banner("instance %s is not running: %s", instance, gpurent.ErrorMessage(err)), err)
+				banner("%s", gpurent.ErrorMessage(err)), err)
 		default:
 			g.log.Error("ssh gateway: instance lookup failed", "conn", c.id, "instance", instance, "err", err)
 			return refuse("instance lookup failed", banner("instance %s cannot be reached right now; try again shortly", instance), err)

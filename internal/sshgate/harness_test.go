@@ -113,7 +113,7 @@ func (d *memDirectory) Target(_ context.Context, account, instance string) (sshg
 		return sshgate.Target{}, gpurent.Errorf(gpurent.CodeForbidden, "instance %s belongs to another account", instance)
 	}
 	if !in.running {
-		return sshgate.Target{}, gpurent.Errorf(gpurent.CodeConflict, "it is stopped")
+		return sshgate.Target{}, gpurent.Errorf(gpurent.CodeConflict, "instance %s is not running: it is stopped", instance)
 	}
 	return sshgate.Target{Addr: in.addr, HostKey: in.hostKey, InstanceID: instance, AccountID: account}, nil
 }

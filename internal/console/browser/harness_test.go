@@ -140,7 +140,8 @@ func chromium(t testing.TB) string {
 }
 
 // browser is a fresh headless Chromium (its own profile, so its own
-// cookies) for one user; actions on it time out after two minutes.
+// cookies) for one user; actions on it time out after five minutes, a
+// bound on a hung browser far above what a loaded machine needs.
 func browser(t testing.TB) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -162,7 +163,7 @@ func browser(t testing.TB) context.Context {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
-	tctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	tctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(cancelT)
 	return tctx
 }

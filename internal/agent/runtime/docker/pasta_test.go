@@ -162,7 +162,7 @@ func serve(t *testing.T, l net.Listener, body string) {
 func fetch(t *testing.T, cli *client.Client, name, host string, port int) dockertest.ExecResult {
 	t.Helper()
 	return dockertest.Exec(t, cli, name, "sh", "-c",
-		`(printf 'GET / HTTP/1.0\r\n\r\n'; sleep 2) | timeout 10 nc -w 3 "$0" "$1"`, host, strconv.Itoa(port))
+		`(printf 'GET / HTTP/1.0\r\n\r\n'; sleep 2) | timeout 20 nc -w 10 "$0" "$1"`, host, strconv.Itoa(port))
 }
 
 // refusedByRule reports whether a connection attempt failed with the
@@ -252,7 +252,7 @@ func TestPastaNetworkIsolatesInstances(t *testing.T) {
 		t.Fatalf("the agent cannot dial into B's namespace: %v", err)
 	}
 	_, _ = io.WriteString(conn, "GET / HTTP/1.0\r\n\r\n")
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // bounds a hang only
 	got, _ := io.ReadAll(conn)
 	conn.Close()
 	if !strings.Contains(string(got), "instance-b") {

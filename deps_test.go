@@ -289,8 +289,8 @@ type listedPackage struct {
 // wholeStoreTakers are the packages allowed to hold the whole store: the
 // wiring that opens it and hands each service its share (app opens it,
 // graph builds the services from it), the rental and move tests' wiring,
-// which does what graph does for them, and the adapters and their
-// conformance suite.
+// which builds them through graph, and the adapters and their conformance
+// suite.
 var wholeStoreTakers = []string{
 	module + "/internal/app",
 	module + "/internal/graph",

@@ -2,8 +2,6 @@ package rental_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rental"
@@ -32,16 +29,8 @@ type payEnv struct {
 
 func newPayEnv(t *testing.T, st gpurent.Store) *payEnv {
 	t.Helper()
-	e := &payEnv{env: newEnv(t, st)}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.wallet = wallet.New(wallet.Config{Store: st, Now: e.Clock.Now, Logger: log})
-	e.billing = pricing.New(pricing.Config{Store: st, Now: e.Clock.Now, Logger: log})
-	e.meter = metering.New(metering.Config{Store: st, Now: e.Clock.Now, Logger: log, Book: e.billing,
-		Wallet: e.wallet})
-	e.Rent = rental.New(rental.Config{Store: st, Now: e.Clock.Now, Logger: log, HostTimeout: 30 * time.Second, Funds: e.wallet,
-		Packages: e.meter, Prices: e.billing})
-	e.Fleet = fleet.New(fleet.Config{Store: st, Now: e.Clock.Now, Logger: log,
-		OnChange: e.Rent.Invalidate, HostTimeout: 30 * time.Second})
+	e := &payEnv{env: newEnvWith(t, st, rentaltest.Options{Unfunded: true})}
+	e.wallet, e.billing, e.meter = e.Wallet, e.Prices, e.Meter
 	return e
 }
 

@@ -7,7 +7,6 @@ package rentaltest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -19,9 +18,13 @@ import (
 	"github.com/gpurent/gpurent/internal/clocktest"
 	"github.com/gpurent/gpurent/internal/fleet"
 	"github.com/gpurent/gpurent/internal/gpu/fake"
+	"github.com/gpurent/gpurent/internal/graph"
+	"github.com/gpurent/gpurent/internal/metering"
 	"github.com/gpurent/gpurent/internal/move"
+	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/store/storetest"
+	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 // GPU types and zones of the seeded catalog.
@@ -39,45 +42,69 @@ func NewClock() *clocktest.Clock {
 
 // Env is the services under test and the accounts they serve.
 type Env struct {
-	T     testing.TB
-	Ctx   context.Context
-	St    gpurent.Store
-	Clock *clocktest.Clock
-	Rent  *rental.Service
-	Moves *move.Service
-	Fleet *fleet.Service
-	Alice *gpurent.Account
-	Bob   *gpurent.Account
-	Op    *gpurent.Account
+	T      testing.TB
+	Ctx    context.Context
+	St     gpurent.Store
+	Clock  *clocktest.Clock
+	Rent   *rental.Service
+	Moves  *move.Service
+	Fleet  *fleet.Service
+	Wallet *wallet.Service
+	// Prices and Meter are the price book and the metering the rental
+	// service charges packages through.
+	Prices *pricing.Service
+	Meter  *metering.Service
+	Alice  *gpurent.Account
+	Bob    *gpurent.Account
+	Op     *gpurent.Account
 }
 
 // Options tweak the rental config of an Env.
 type Options struct {
 	// PollWait bounds agents' long polls (0: the service's default).
 	PollWait time.Duration
+	// Unfunded leaves alice and bob with empty wallets (else each starts
+	// with Funds).
+	Unfunded bool
 }
 
-// New wires an Env over st (with the catalog seeded) and creates alice
-// and bob (customers) and an operator.
+// Funds is what alice and bob start with, unless Options.Unfunded: rents
+// are paid from the wallet, and only the tests about money should meet it.
+const Funds = 100_000_000 // ¥1,000,000
+
+// New wires an Env over st (with the catalog seeded) through graph.New,
+// the constructor serve and the demo use, and creates alice and bob
+// (customers, funded unless o.Unfunded) and an operator.
 func New(t testing.TB, st gpurent.Store, o Options) *Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	storetest.SeedCatalog(t, st)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &Env{T: t, Ctx: ctx, St: st, Clock: NewClock()}
-	e.Rent = rental.NewWithMoves(rental.Config{Store: st, Now: e.Clock.Now, Logger: log,
-		PollWait: o.PollWait, HostTimeout: 30 * time.Second},
-		func(r *rental.Service) rental.Moves {
-			e.Moves = move.New(move.Config{Store: st, Lifecycle: r, Now: e.Clock.Now, Logger: log})
-			return e.Moves
-		})
-	e.Fleet = fleet.New(fleet.Config{Store: st, Now: e.Clock.Now, Logger: log,
-		OnChange: e.Rent.Invalidate, HostTimeout: 30 * time.Second})
+	// The graph serve and the demo run, so the tests see the services as
+	// they are wired there.
+	g, err := graph.New(graph.Config{Store: st, Now: e.Clock.Now, Logger: slog.New(slog.DiscardHandler),
+		PollWait: o.PollWait, HostTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("build the service graph: %v", err)
+	}
+	e.Rent, e.Moves, e.Fleet, e.Wallet, e.Prices, e.Meter = g.Rental, g.Moves, g.Fleet, g.Wallet, g.Billing, g.Metering
 	e.Alice = e.Account("alice@example.com", gpurent.RoleCustomer)
 	e.Bob = e.Account("bob@example.com", gpurent.RoleCustomer)
 	e.Op = e.Account("ops@example.com", gpurent.RoleOperator)
+	if !o.Unfunded {
+		e.Fund(e.Alice, Funds)
+		e.Fund(e.Bob, Funds)
+	}
 	return e
+}
+
+// Fund credits acc with fen, as an operator would.
+func (e *Env) Fund(acc *gpurent.Account, fen int64) {
+	e.T.Helper()
+	if _, _, err := e.Wallet.Credit(e.Ctx, e.Op, acc.ID, fen, "test funds", gpurent.NewID("fund")); err != nil {
+		e.T.Fatalf("credit %s: %v", acc.Email, err)
+	}
 }
 
 // Account creates an account.

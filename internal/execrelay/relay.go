@@ -14,12 +14,17 @@ import (
 	"time"
 )
 
-// drainIdle is how long, once the command has exited, the relay waits for
-// more output on a pipe that has none: what the command wrote before it
-// exited is in the pipe already and read at once; only a background
-// process it left behind (holding the pipe, as `cmd &` does) writes later,
-// and the relay does not wait for it forever, as the Engine does not.
-const drainIdle = 2 * time.Second
+// After the command exits, the relay reads its pipes for drainAfter more:
+// what the command wrote before it exited is in the pipe already and read
+// at once; only a process it left behind holding the pipe (`cmd &`) writes
+// later, and the relay does not wait for it for ever, as the Engine does
+// not. Past drainAfter it still takes what is in the pipe, up to
+// drainLate bytes, so a starved read never loses the command's own output,
+// and a background writer that never stops cannot hold the session open.
+const (
+	drainAfter = 2 * time.Second
+	drainLate  = 1 << 20
+)
 
 // forwarded are the signals the relay passes on to the command: those an
 // SSH client can send, and the ones a runtime's stop uses.
@@ -128,8 +133,8 @@ func (r *relay) run(argv []string, stdin io.Reader) int {
 	// relay from reading the acknowledgement.
 	cin.close()
 	// A pipe blocked in a read without a deadline gets one now.
-	_ = outR.SetReadDeadline(time.Now().Add(drainIdle))
-	_ = errR.SetReadDeadline(time.Now().Add(drainIdle))
+	_ = outR.SetReadDeadline(time.Now().Add(drainAfter))
+	_ = errR.SetReadDeadline(time.Now().Add(drainAfter))
 	pumps.Wait()
 	if err != nil {
 		return 126
@@ -141,25 +146,41 @@ func (r *relay) run(argv []string, stdin io.Reader) int {
 }
 
 // pump sends what the command writes to f as frames of kind until f ends
-// or, once the command has exited, stays empty for drainIdle.
+// or, once the command has exited, as drainAfter and drainLate say.
 func (r *relay) pump(f *os.File, kind byte, exited <-chan struct{}, done *sync.WaitGroup) {
 	defer done.Done()
 	defer f.Close()
 	buf := make([]byte, MaxPayload)
+	armed, expired := false, false
+	late := 0 // bytes read past the deadline
 	for {
-		select {
-		case <-exited:
-			_ = f.SetReadDeadline(time.Now().Add(drainIdle))
-		default:
+		if !armed {
+			select {
+			case <-exited:
+				armed = true
+				_ = f.SetReadDeadline(time.Now().Add(drainAfter))
+			default:
+			}
 		}
 		n, err := f.Read(buf)
 		if n > 0 {
+			if expired {
+				late += n
+			}
 			if r.send(kind, buf[:n]) != nil {
 				return // the agent is gone; the command still runs to its end
 			}
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) && pending(f) {
-			continue // a starved read timed out with data there
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Past a deadline every read fails at once, data or not:
+			// take what is in the pipe now, a bounded amount, each read
+			// under a short deadline of its own.
+			expired = true
+			if pending(f) && late < drainLate {
+				_ = f.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				continue
+			}
+			return
 		}
 		if err != nil {
 			return

@@ -249,6 +249,23 @@ func TestRelayLeavesABackgroundProcess(t *testing.T) {
 	}
 }
 
+// TestRelayEndsDespiteAChattyBackgroundProcess: a process left behind
+// that writes without pause cannot hold the session open either: the
+// relay stops reading its output a bounded time and amount after the
+// command's exit.
+func TestRelayEndsDespiteAChattyBackgroundProcess(t *testing.T) {
+	requireSh(t)
+	a := start(t, true, "sh", "-c", "echo first; (while :; do echo chatter; done) & echo last")
+	if code := a.waitExit(t); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	a.waitEnd(t)
+	out := a.stdout.String()
+	if !strings.HasPrefix(out, "first\n") || !strings.Contains(out, "last\n") {
+		t.Errorf("stdout begins %q, want first and last", out[:min(len(out), 40)])
+	}
+}
+
 // TestRelayDropsInputTheCommandDoesNotRead: input beyond what the command
 // reads neither blocks the relay nor reaches anything.
 func TestRelayDropsInputTheCommandDoesNotRead(t *testing.T) {

@@ -98,6 +98,17 @@ func (a *agent) waitExit(t *testing.T) int {
 	}
 }
 
+// finish waits for the exit frame and the relay's end, and returns the
+// command's stdout; the exit code must be want.
+func (a *agent) finish(t *testing.T, want int) string {
+	t.Helper()
+	if code := a.waitExit(t); code != want {
+		t.Errorf("exit %d, want %d", code, want)
+	}
+	a.waitEnd(t)
+	return a.stdout.String()
+}
+
 func (a *agent) waitEnd(t *testing.T) {
 	t.Helper()
 	select {
@@ -240,12 +251,8 @@ func TestRelayForwardsSignals(t *testing.T) {
 func TestRelayLeavesABackgroundProcess(t *testing.T) {
 	requireSh(t)
 	a := start(t, true, "sh", "-c", "echo before; (sleep 600 &) ; echo after")
-	if code := a.waitExit(t); code != 0 {
-		t.Errorf("exit %d", code)
-	}
-	a.waitEnd(t)
-	if a.stdout.String() != "before\nafter\n" {
-		t.Errorf("stdout %q", a.stdout.String())
+	if out := a.finish(t, 0); out != "before\nafter\n" {
+		t.Errorf("stdout %q", out)
 	}
 }
 
@@ -256,11 +263,7 @@ func TestRelayLeavesABackgroundProcess(t *testing.T) {
 func TestRelayEndsDespiteAChattyBackgroundProcess(t *testing.T) {
 	requireSh(t)
 	a := start(t, true, "sh", "-c", "echo first; (while :; do echo chatter; done) & echo last")
-	if code := a.waitExit(t); code != 0 {
-		t.Errorf("exit %d", code)
-	}
-	a.waitEnd(t)
-	out := a.stdout.String()
+	out := a.finish(t, 0)
 	if !strings.HasPrefix(out, "first\n") || !strings.Contains(out, "last\n") {
 		t.Errorf("stdout begins %q, want first and last", out[:min(len(out), 40)])
 	}
@@ -284,14 +287,11 @@ func TestRelayDropsInputTheCommandDoesNotRead(t *testing.T) {
 		}
 		_ = execrelay.WriteFrame(a.down, execrelay.KindStdinEOF, nil)
 	}()
-	if code := a.waitExit(t); code != 0 {
-		t.Errorf("exit %d", code)
-	}
-	a.waitEnd(t)
+	out := a.finish(t, 0)
 	_ = a.down.Close()
 	<-sent
-	if a.stdout.String() != "done\n" {
-		t.Errorf("stdout %q", a.stdout.String())
+	if out != "done\n" {
+		t.Errorf("stdout %q", out)
 	}
 }
 

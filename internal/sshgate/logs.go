@@ -62,8 +62,11 @@ func (g *Gateway) Logs(ctx context.Context, accountID, instanceID string, req ag
 		close(s.errRead)
 		_, _ = io.Copy(io.Discard, ch.Stderr())
 	}()
-	stop := context.AfterFunc(ctx, func() { s.Close() })
-	s.stop = stop
+	// The end of ctx closes the stream; it may come at once, so the
+	// registration is made under stopMu, which Close takes too.
+	s.stopMu.Lock()
+	s.stop = context.AfterFunc(ctx, func() { s.Close() })
+	s.stopMu.Unlock()
 	return s, nil
 }
 
@@ -71,7 +74,8 @@ func (g *Gateway) Logs(ctx context.Context, accountID, instanceID string, req ag
 type logStream struct {
 	ch     ssh.Channel
 	lease  *lease
-	stop   func() bool
+	stopMu sync.Mutex
+	stop   func() bool // unregisters the close on ctx's end
 	stderr lockedBuffer
 
 	exit    chan struct{} // closed when the agent's requests ended
@@ -120,8 +124,11 @@ func (s *logStream) Read(p []byte) (int, error) {
 // Close ends the stream and gives the agent connection back to the pool.
 func (s *logStream) Close() error {
 	s.closeOnce.Do(func() {
-		if s.stop != nil {
-			s.stop()
+		s.stopMu.Lock()
+		stop := s.stop
+		s.stopMu.Unlock()
+		if stop != nil {
+			stop()
 		}
 		_ = s.ch.Close()
 		s.lease.release()

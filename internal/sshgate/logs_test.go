@@ -219,3 +219,38 @@ func TestCustomerCannotAskForLogsSubsystem(t *testing.T) {
 		t.Errorf("sftp refused: %v", err)
 	}
 }
+
+// TestLogsContextEndsAnyTime: a caller's context that ends while Logs is
+// still setting the stream up (a browser that went away) closes the
+// stream cleanly: no race (run under -race; a CI run caught one between
+// the close on the context's end and the registration of that close), no
+// leaked agent connection.
+func TestLogsContextEndsAnyTime(t *testing.T) {
+	h := newHarness(t, nil)
+	h.agent.logs = newLogSource()
+	for i := range 40 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(time.Duration(i%8) * 100 * time.Microsecond)
+			cancel()
+		}()
+		r, err := h.gw.Logs(ctx, accountA, instA, agentproto.LogsRequest{})
+		if err == nil {
+			_, _ = io.Copy(io.Discard, r)
+			r.Close()
+		}
+		cancel()
+	}
+	// The pool still serves: a fresh read works.
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	r, err := h.gw.Logs(ctx, accountA, instA, agentproto.LogsRequest{Tail: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || string(b) != "epoch 2 loss 0.5\n" {
+		t.Fatalf("after the cancelled reads: %q %v", b, err)
+	}
+}

@@ -4,6 +4,9 @@
 # is missing; elsewhere it stops and names what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The whole suite: a fast tier inherited from the caller's environment
+# would skip every test of a real dependency (internal/testtier).
+unset GPURENT_TEST_TIER
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -72,25 +72,30 @@ func (r *relay) ack() { r.ackOnce.Do(func() { close(r.acked) }) }
 // run runs the command and relays its streams until it has exited and its
 // output is drained; it returns the exit code to report.
 func (r *relay) run(argv []string, stdin io.Reader) int {
+	// A command that cannot start is reported on its stderr, with the
+	// code a shell gives (127 not found, else 126); the agent's frames are
+	// still read, for the acknowledgement.
+	failed := func(err error) int {
+		go r.down(stdin, &onceCloser{})
+		_ = r.send(KindStderr, []byte(Command+": "+err.Error()+"\n"))
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = childAttr()
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		go r.down(stdin, &onceCloser{})
-		_ = r.send(KindStderr, []byte(Command+": "+err.Error()+"\n"))
-		return 126
+		return failed(err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		go r.down(stdin, &onceCloser{})
-		_ = r.send(KindStderr, []byte(Command+": "+err.Error()+"\n"))
-		return 126
+		return failed(err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		go r.down(stdin, &onceCloser{})
-		_ = r.send(KindStderr, []byte(Command+": "+err.Error()+"\n"))
-		return 126
+		return failed(err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	sigs := make(chan os.Signal, 8)
@@ -99,13 +104,7 @@ func (r *relay) run(argv []string, stdin io.Reader) int {
 	if err := cmd.Start(); err != nil {
 		_ = outW.Close()
 		_ = errW.Close()
-		go r.down(stdin, &onceCloser{})
-		// As a shell says it: 127 for a command not found, else 126.
-		_ = r.send(KindStderr, []byte(Command+": "+err.Error()+"\n"))
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return 127
-		}
-		return 126
+		return failed(err)
 	}
 	_ = outW.Close()
 	_ = errW.Close()

@@ -9,29 +9,19 @@ import (
 
 	"github.com/gpurent/gpurent"
 	"github.com/gpurent/gpurent/internal/agentproto"
-	"github.com/gpurent/gpurent/internal/metering"
-	"github.com/gpurent/gpurent/internal/pricing"
 	"github.com/gpurent/gpurent/internal/rental"
 	"github.com/gpurent/gpurent/internal/rental/rentaltest"
 	"github.com/gpurent/gpurent/internal/store/storetest"
-	"github.com/gpurent/gpurent/internal/wallet"
 )
 
 // payEnv is an env whose rental service is gated and charged as the
 // composition root wires it: the wallet's start gate, the package's
 // periods collected by metering in the claim's transaction.
-type payEnv struct {
-	*env
-	wallet  *wallet.Service
-	billing *pricing.Service
-	meter   *metering.Service
-}
+type payEnv struct{ *env }
 
 func newPayEnv(t *testing.T, st gpurent.Store) *payEnv {
 	t.Helper()
-	e := &payEnv{env: newEnvWith(t, st, rentaltest.Options{Unfunded: true})}
-	e.wallet, e.billing, e.meter = e.Wallet, e.Prices, e.Meter
-	return e
+	return &payEnv{newEnvWith(t, st, rentaltest.Options{Unfunded: true})}
 }
 
 // topUp books a confirmed payment of fen for acc.
@@ -206,7 +196,7 @@ func TestPackageRentRace(t *testing.T) {
 		}
 		e.ledgerBalances(e.Alice, e.Bob, e.Op)
 		// The billing pass finds the period paid: nothing more, nobody unpaid.
-		if n, unpaid, err := e.meter.ChargePackages(e.Ctx, e.billing); err != nil || n != 0 || len(unpaid) != 0 {
+		if n, unpaid, err := e.Meter.ChargePackages(e.Ctx, e.Prices); err != nil || n != 0 || len(unpaid) != 0 {
 			t.Fatalf("billing pass after the race: %d %v %v", n, unpaid, err)
 		}
 	})
@@ -237,7 +227,7 @@ func TestUnpaidPackagesReproduction(t *testing.T) {
 	if n := rentaltest.Held(e.Host(h.ID)); n != 1 {
 		t.Fatalf("%d GPUs reserved, want 1", n)
 	}
-	_, unpaid, err := e.meter.ChargePackages(e.Ctx, e.billing)
+	_, unpaid, err := e.Meter.ChargePackages(e.Ctx, e.Prices)
 	if err != nil || len(unpaid) != 0 {
 		t.Fatalf("billing pass: %v %v", unpaid, err)
 	}
@@ -290,7 +280,7 @@ func TestUnpaidRenewalReleasesGPUs(t *testing.T) {
 		h, in := e.runningPackage()
 		e.Clock.Advance(24*time.Hour + time.Minute)
 		e.Heartbeat(h.ID)
-		_, unpaid, err := e.meter.ChargePackages(e.Ctx, e.billing)
+		_, unpaid, err := e.Meter.ChargePackages(e.Ctx, e.Prices)
 		if err != nil || len(unpaid) != 1 || unpaid[0] != in.ID {
 			t.Fatalf("renewal pass: %v %v", unpaid, err)
 		}
@@ -335,7 +325,7 @@ func TestUnpaidRenewalWhileStopped(t *testing.T) {
 		t.Fatalf("%d GPUs held by the stopped paid package, want 1", n)
 	}
 	e.Clock.Advance(24 * time.Hour)
-	_, unpaid, err := e.meter.ChargePackages(e.Ctx, e.billing)
+	_, unpaid, err := e.Meter.ChargePackages(e.Ctx, e.Prices)
 	if err != nil || len(unpaid) != 1 {
 		t.Fatalf("renewal pass: %v %v", unpaid, err)
 	}

@@ -35,8 +35,8 @@ const (
 	ZoneB = "cd-gaoxin-b"
 )
 
-// NewClock is the fake clock an Env starts with.
-func NewClock() *clocktest.Clock {
+// newClock is the fake clock an Env starts with.
+func newClock() *clocktest.Clock {
 	return clocktest.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
@@ -80,7 +80,7 @@ func New(t testing.TB, st gpurent.Store, o Options) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	storetest.SeedCatalog(t, st)
-	e := &Env{T: t, Ctx: ctx, St: st, Clock: NewClock()}
+	e := &Env{T: t, Ctx: ctx, St: st, Clock: newClock()}
 	// The graph serve and the demo run, so the tests see the services as
 	// they are wired there.
 	g, err := graph.New(graph.Config{Store: st, Now: e.Clock.Now, Logger: slog.New(slog.DiscardHandler),
@@ -93,14 +93,14 @@ func New(t testing.TB, st gpurent.Store, o Options) *Env {
 	e.Bob = e.Account("bob@example.com", gpurent.RoleCustomer)
 	e.Op = e.Account("ops@example.com", gpurent.RoleOperator)
 	if !o.Unfunded {
-		e.Fund(e.Alice, Funds)
-		e.Fund(e.Bob, Funds)
+		e.fund(e.Alice, Funds)
+		e.fund(e.Bob, Funds)
 	}
 	return e
 }
 
-// Fund credits acc with fen, as an operator would.
-func (e *Env) Fund(acc *gpurent.Account, fen int64) {
+// fund credits acc with fen, as an operator would.
+func (e *Env) fund(acc *gpurent.Account, fen int64) {
 	e.T.Helper()
 	if _, _, err := e.Wallet.Credit(e.Ctx, e.Op, acc.ID, fen, "test funds", gpurent.NewID("fund")); err != nil {
 		e.T.Fatalf("credit %s: %v", acc.Email, err)
